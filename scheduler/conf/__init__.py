@@ -1,0 +1,19 @@
+"""Configuration: every option of the service, registered on ``CONF``.
+
+``CONF`` is oslo.config's global ``cfg.CONF`` (oslo.messaging needs the
+global object; a private ``ConfigOpts`` lacks its hidden groups).  One
+module per option group or theme; ``opts.list_opts`` feeds
+``oslo-config-generator``.
+"""
+
+from oslo_config import cfg
+
+from scheduler.conf import compute
+from scheduler.conf import database
+from scheduler.conf import scheduler
+from scheduler.conf import upgrade_levels
+
+CONF = cfg.CONF
+
+for _module in (compute, database, scheduler, upgrade_levels):
+    _module.register_opts(CONF)

@@ -1,0 +1,23 @@
+"""``list_opts`` for the ``oslo.config.opts`` entry point.
+
+``oslo-config-generator --config-file
+etc/scheduler/scheduler-config-generator.conf`` writes the sample from it.
+"""
+
+import collections
+
+from scheduler.conf import compute
+from scheduler.conf import database
+from scheduler.conf import scheduler
+from scheduler.conf import upgrade_levels
+
+_MODULES = (compute, database, scheduler, upgrade_levels)
+
+
+def list_opts():
+    """Return ``[(group, [opts])]`` for every option this service owns."""
+    merged = collections.defaultdict(list)
+    for module in _MODULES:
+        for group, opts in module.list_opts().items():
+            merged[group].extend(opts)
+    return [(group, opts) for group, opts in merged.items()]

@@ -1,0 +1,249 @@
+"""Options of the ``[scheduler]``, ``[filter_scheduler]`` and ``[metrics]`` groups.
+
+Names, types and defaults are Nova's Ocata (15.0.0) ones
+(``nova/conf/scheduler.py``); the Newton ``[DEFAULT]`` names stay accepted
+as deprecated aliases, exactly as Ocata accepted them.  Options Nova added
+after Ocata that operators rely on are included with their upstream
+defaults, and the few options of our own are marked as such in their help.
+"""
+
+from oslo_config import cfg
+
+scheduler_group = cfg.OptGroup(
+    name='scheduler', title='Scheduler configuration',
+    help='Options that select and tune the scheduler driver.')
+
+filter_scheduler_group = cfg.OptGroup(
+    name='filter_scheduler', title='Filter scheduler options',
+    help='Options of the filter scheduler: filters, weighers and the '
+         'random choice among the best hosts.')
+
+metrics_group = cfg.OptGroup(
+    name='metrics', title='Metrics parameters',
+    help='Options of the MetricsFilter and MetricsWeigher.')
+
+NEWTON_DEFAULT_FILTERS = [
+    'RetryFilter',
+    'AvailabilityZoneFilter',
+    'RamFilter',
+    'DiskFilter',
+    'ComputeFilter',
+    'ComputeCapabilitiesFilter',
+    'ImagePropertiesFilter',
+    'ServerGroupAntiAffinityFilter',
+    'ServerGroupAffinityFilter',
+]
+
+
+def _old(name):
+    """The Newton ``[DEFAULT]`` spelling of an option, as a deprecated alias."""
+    return [cfg.DeprecatedOpt(name, group='DEFAULT')]
+
+
+scheduler_opts = [
+    cfg.StrOpt('driver', default='filter_scheduler',
+               deprecated_opts=_old('scheduler_driver'),
+               help='Name of the scheduler driver, an entry point in the '
+                    '``scheduler.driver`` namespace: ``filter_scheduler`` '
+                    '(filters, then weighers) or ``chance_scheduler`` '
+                    '(a random live compute host).'),
+    cfg.StrOpt('host_manager', default='host_manager',
+               choices=[('host_manager', 'The SQL-backed host manager.')],
+               deprecated_opts=_old('scheduler_host_manager'),
+               help='The host manager to use.  Only ``host_manager`` '
+                    'exists; the option is kept for Nova compatibility.'),
+    cfg.IntOpt('periodic_task_interval', default=60,
+               deprecated_opts=_old('scheduler_driver_task_period'),
+               help='Seconds between runs of the driver periodic tasks.  A '
+                    'negative value disables them; 0 runs them at the '
+                    'default periodic spacing (60 seconds).'),
+    cfg.IntOpt('max_attempts', default=3, min=1,
+               deprecated_opts=_old('scheduler_max_attempts'),
+               help='Maximum number of schedule attempts for a build.  It '
+                    'also bounds the number of alternates: each '
+                    'Selection list holds at most ``max_attempts`` hosts.'),
+    cfg.IntOpt('discover_hosts_in_cells_interval', default=-1, min=-1,
+               help='Accepted for Nova compatibility and ignored: this '
+                    'service has a single cell and no host mappings.'),
+    cfg.IntOpt('workers', min=0,
+               help='Number of worker processes of the scheduler service.  '
+                    'Unset or 0 means one.'),
+    cfg.IntOpt('random_seed',
+               help='Seed of the random source used for the '
+                    '``host_subset_size`` choice and the chance scheduler '
+                    '(our own option).  Set it to make placements '
+                    'reproducible, e.g. for trace replays; unset means an '
+                    'unpredictable seed.'),
+]
+
+filter_scheduler_opts = [
+    cfg.IntOpt('host_subset_size', default=1, min=1,
+               deprecated_opts=_old('scheduler_host_subset_size'),
+               help='Size of the subset of best hosts from which the '
+                    'host is picked at random.  1 always picks the '
+                    'best-weighed host; larger values lower the chance that '
+                    'concurrent schedulers pick the same host.'),
+    cfg.IntOpt('max_io_ops_per_host', default=8, min=0,
+               deprecated_opts=_old('max_io_ops_per_host'),
+               help='IoOpsFilter: hosts with this many or more concurrent '
+                    'I/O-heavy operations (builds, resizes, snapshots, '
+                    'migrations) are filtered out.'),
+    cfg.IntOpt('max_instances_per_host', default=50, min=1,
+               deprecated_opts=_old('max_instances_per_host'),
+               help='NumInstancesFilter: hosts with this many or more '
+                    'instances are filtered out.'),
+    cfg.BoolOpt('track_instance_changes', default=True,
+                deprecated_opts=_old('scheduler_tracks_instance_changes'),
+                help='Keep the instances of each host in memory, updated by '
+                     'the ``update_instance_info``, ``delete_instance_info`` '
+                     'and ``sync_instance_info`` casts of the compute '
+                     'services.  When off, the instances of each host are '
+                     'read from the database for every request.'),
+    cfg.MultiStrOpt('available_filters',
+                    default=['scheduler.filters.all_filters'],
+                    deprecated_opts=_old('scheduler_available_filters'),
+                    help='Filter classes the scheduler may use: dotted class '
+                         'paths, or a function returning a list of classes. '
+                         'The default, ``scheduler.filters.all_filters``, '
+                         'gives every class registered in the '
+                         '``scheduler.filters`` entry-point namespace, ours '
+                         'and third-party ones.  May be given several '
+                         'times.'),
+    cfg.ListOpt('enabled_filters', default=NEWTON_DEFAULT_FILTERS,
+                deprecated_opts=_old('scheduler_default_filters'),
+                help='Filter class names, in the order they run.  Each must '
+                     'be among the available filters, or the service '
+                     'refuses to start (SchedulerHostFilterNotFound).'),
+    cfg.ListOpt('baremetal_enabled_filters',
+                default=['RetryFilter', 'AvailabilityZoneFilter',
+                         'ComputeFilter', 'ComputeCapabilitiesFilter',
+                         'ImagePropertiesFilter', 'ExactRamFilter',
+                         'ExactDiskFilter', 'ExactCoreFilter'],
+                deprecated_opts=_old('baremetal_scheduler_default_filters'),
+                deprecated_for_removal=True,
+                help='Filters used instead of ``enabled_filters`` when '
+                     '``use_baremetal_filters`` is set.'),
+    cfg.BoolOpt('use_baremetal_filters', default=False,
+                deprecated_opts=_old('scheduler_use_baremetal_filters'),
+                deprecated_for_removal=True,
+                help='Use ``baremetal_enabled_filters`` instead of '
+                     '``enabled_filters``.'),
+    cfg.ListOpt('weight_classes',
+                default=['scheduler.weights.all_weighers'],
+                deprecated_opts=_old('scheduler_weight_classes'),
+                help='Weigher classes to use: dotted class paths, weigher '
+                     'names registered in the ``scheduler.weighers`` '
+                     'namespace (e.g. ``RAMWeigher``), or a function '
+                     'returning classes.  Nova paths such as '
+                     '``nova.scheduler.weights.ram.RAMWeigher`` are '
+                     'accepted and mapped to the weigher of the same name.'),
+    cfg.FloatOpt('ram_weight_multiplier', default=1.0,
+                 deprecated_opts=_old('ram_weight_multiplier'),
+                 help='RAMWeigher multiplier.  Positive spreads instances '
+                      'over hosts with more free RAM; negative stacks them.'),
+    cfg.FloatOpt('cpu_weight_multiplier', default=1.0,
+                 help='CPUWeigher multiplier.  Positive spreads instances '
+                      'over hosts with more free vCPUs; negative stacks '
+                      'them.'),
+    cfg.FloatOpt('disk_weight_multiplier', default=1.0,
+                 deprecated_opts=_old('disk_weight_multiplier'),
+                 help='DiskWeigher multiplier.  Positive spreads instances '
+                      'over hosts with more free disk; negative stacks '
+                      'them.'),
+    cfg.FloatOpt('io_ops_weight_multiplier', default=-1.0,
+                 deprecated_opts=_old('io_ops_weight_multiplier'),
+                 help='IoOpsWeigher multiplier.  Negative prefers hosts '
+                      'with fewer concurrent I/O-heavy operations.'),
+    cfg.FloatOpt('pci_weight_multiplier', default=1.0, min=0.0,
+                 help='PCIWeigher multiplier.  Positive keeps hosts with PCI '
+                      'devices free for requests that need them.'),
+    cfg.FloatOpt('soft_affinity_weight_multiplier', default=1.0, min=0.0,
+                 deprecated_opts=_old('soft_affinity_weight_multiplier'),
+                 help='ServerGroupSoftAffinityWeigher multiplier.'),
+    cfg.FloatOpt('soft_anti_affinity_weight_multiplier', default=1.0,
+                 min=0.0,
+                 deprecated_opts=_old('soft_anti_affinity_weight_multiplier'),
+                 help='ServerGroupSoftAntiAffinityWeigher multiplier.'),
+    cfg.FloatOpt('build_failure_weight_multiplier', default=1000000.0,
+                 help='BuildFailureWeigher multiplier: how strongly hosts '
+                      'with recent build failures are avoided.'),
+    cfg.FloatOpt('cross_cell_move_weight_multiplier', default=1000000.0,
+                 help='CrossCellWeigher multiplier.  With a single cell '
+                      'every host gets the same weight.'),
+    cfg.FloatOpt('hypervisor_version_weight_multiplier', default=1.0,
+                 help='HypervisorVersionWeigher multiplier.  Positive '
+                      'prefers newer hypervisors.'),
+    cfg.FloatOpt('num_instances_weight_multiplier', default=0.0,
+                 help='NumInstancesWeigher multiplier.  0 disables it; '
+                      'negative spreads instances, positive packs them.'),
+    cfg.FloatOpt('image_props_weight_multiplier', default=0.0,
+                 help='ImagePropertiesWeigher multiplier.  0 disables it.'),
+    cfg.ListOpt('image_props_weight_setting', default=[],
+                help='``property=ratio`` pairs for the '
+                     'ImagePropertiesWeigher; empty weighs every property '
+                     'with ratio 1.'),
+    cfg.BoolOpt('shuffle_best_same_weighed_hosts', default=False,
+                help='Shuffle the hosts that share the best weight before '
+                     'the ``host_subset_size`` choice, so that identical '
+                     'hosts are used evenly.'),
+    cfg.StrOpt('image_properties_default_architecture',
+               help='ImagePropertiesFilter: architecture assumed for images '
+                    'that do not set ``hw_architecture``.'),
+    cfg.ListOpt('isolated_images', default=[],
+                deprecated_opts=_old('isolated_images'),
+                help='IsolatedHostsFilter: image UUIDs that may only run on '
+                     '``isolated_hosts``.'),
+    cfg.ListOpt('isolated_hosts', default=[],
+                deprecated_opts=_old('isolated_hosts'),
+                help='IsolatedHostsFilter: hosts that may only run '
+                     '``isolated_images``.'),
+    cfg.BoolOpt('restrict_isolated_hosts_to_isolated_images', default=True,
+                deprecated_opts=_old(
+                    'restrict_isolated_hosts_to_isolated_images'),
+                help='IsolatedHostsFilter: forbid non-isolated images on '
+                     'isolated hosts.'),
+    cfg.StrOpt('aggregate_image_properties_isolation_namespace',
+               deprecated_opts=_old(
+                   'aggregate_image_properties_isolation_namespace'),
+               help='AggregateImagePropertiesIsolation: only aggregate '
+                    'metadata keys in this namespace are compared.'),
+    cfg.StrOpt('aggregate_image_properties_isolation_separator',
+               default='.',
+               deprecated_opts=_old(
+                   'aggregate_image_properties_isolation_separator'),
+               help='AggregateImagePropertiesIsolation: separator between '
+                    'the namespace and the key.'),
+]
+
+metrics_opts = [
+    cfg.FloatOpt('weight_multiplier', default=1.0,
+                 help='MetricsWeigher multiplier.'),
+    cfg.ListOpt('weight_setting', default=[],
+                help='``metric=ratio`` pairs weighed by the MetricsWeigher '
+                     'and required by the MetricsFilter, e.g. '
+                     '``cpu.percent=-1.0``.'),
+    cfg.BoolOpt('required', default=True,
+                help='MetricsWeigher: fail (ComputeHostMetricNotFound) when '
+                     'a host lacks a metric of ``weight_setting``; when '
+                     'false, such a host gets ``weight_of_unavailable``.'),
+    cfg.FloatOpt('weight_of_unavailable', default=-10000.0,
+                 help='MetricsWeigher: weight of a host that lacks a metric '
+                      'when ``required`` is false.'),
+]
+
+
+def register_opts(conf):
+    conf.register_group(scheduler_group)
+    conf.register_opts(scheduler_opts, group=scheduler_group)
+    conf.register_group(filter_scheduler_group)
+    conf.register_opts(filter_scheduler_opts, group=filter_scheduler_group)
+    conf.register_group(metrics_group)
+    conf.register_opts(metrics_opts, group=metrics_group)
+
+
+def list_opts():
+    return {
+        scheduler_group: scheduler_opts,
+        filter_scheduler_group: filter_scheduler_opts,
+        metrics_group: metrics_opts,
+    }

@@ -1,0 +1,46 @@
+"""The driver contract shared by the filter and chance schedulers.
+
+A driver owns a HostManager and answers ``select_destinations`` with one
+list of ``Selection`` objects per instance (the chosen host first, then
+alternates), or raises NoValidHost.  It follows Nova's driver API of
+Queens (reference 2.1), without Placement.
+"""
+
+import random
+
+from scheduler import host_manager
+from scheduler import servicegroup
+from scheduler.conf import CONF
+
+
+class Scheduler:
+    """Base class of scheduler drivers."""
+
+    def __init__(self, context, notifier=None):
+        self.host_manager = host_manager.HostManager(context)
+        self.notifier = notifier
+        self.random = random.Random(CONF.scheduler.random_seed)
+
+    def run_periodic_tasks(self, context):
+        """Hook run every ``[scheduler] periodic_task_interval`` seconds."""
+
+    def hosts_up(self, context, host_states):
+        """The HostStates whose compute service is enabled and up."""
+        return [state for state in host_states
+                if state.service and not state.service.get('disabled')
+                and servicegroup.service_is_up(state.service)]
+
+    def select_destinations(self, context, spec_obj, instance_uuids=None,
+                            return_alternates=False):
+        """Return a list of lists of Selection, one list per instance.
+
+        Raises NoValidHost when the request cannot be met.
+        """
+        raise NotImplementedError()
+
+    @staticmethod
+    def num_instances(spec_obj, instance_uuids):
+        """``len(instance_uuids)`` when given, else ``num_instances``."""
+        if instance_uuids:
+            return len(instance_uuids)
+        return spec_obj.get('num_instances', 1)

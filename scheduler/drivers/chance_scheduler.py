@@ -1,0 +1,53 @@
+"""The chance scheduler: a random enabled, live compute node.
+
+Nova's ChanceScheduler (reference 2.6): no filters, weighers, resources,
+forced hosts or retry list; ``ignore_hosts`` is honoured (exact,
+case-sensitive host names).  Following its Queens form, distinct nodes are
+drawn when there are at least as many nodes as instances, else each
+instance draws independently (so a node may repeat).  Nothing is consumed
+and no notification is sent.  Raises NoValidHost("Is the appropriate
+service running?") when no compute service is up, and NoValidHost("Could
+not find another compute") when every live host is ignored.
+"""
+
+from scheduler import exception
+from scheduler.conf import CONF
+from scheduler.drivers import base
+from scheduler.objects import selection as selection_obj
+
+
+class ChanceScheduler(base.Scheduler):
+    """Random placement among live compute nodes."""
+
+    def select_destinations(self, context, spec_obj, instance_uuids=None,
+                            return_alternates=False):
+        """Return one list of Selection per instance (chosen node first,
+        then alternates up to ``max_attempts`` nodes when asked)."""
+        states = self.hosts_up(
+            context, self.host_manager.get_all_host_states(context))
+        if not states:
+            raise exception.NoValidHost(
+                reason='Is the appropriate service running?')
+        ignore = set(spec_obj.get('ignore_hosts', []))
+        states = [s for s in states if s.host not in ignore]
+        if not states:
+            raise exception.NoValidHost(
+                reason='Could not find another compute')
+        num = self.num_instances(spec_obj, instance_uuids)
+        chosen = self._draw(states, num)
+        return [self._with_alternates(state, states, return_alternates)
+                for state in chosen]
+
+    def _draw(self, states, num):
+        if len(states) >= num:
+            return self.random.sample(states, num)
+        return [self.random.choice(states) for _ in range(num)]
+
+    def _with_alternates(self, state, states, return_alternates):
+        picks = [state]
+        if return_alternates:
+            others = [s for s in states if s is not state]
+            count = min(CONF.scheduler.max_attempts - 1, len(others))
+            picks += self.random.sample(others, count)
+        return [selection_obj.Selection.from_host_state(s, limits={})
+                for s in picks]

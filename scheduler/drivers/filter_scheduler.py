@@ -1,0 +1,123 @@
+"""The filter scheduler: filter, weigh, pick at random among the best.
+
+Per instance of a request (Nova's loop, reference 2.2 and 2.4):
+
+1. filter the hosts that survived the previous instance (sequential
+   narrowing; once-per-request filters run for the first instance only);
+2. weigh them, best first; with ``shuffle_best_same_weighed_hosts`` the
+   hosts tied at the best weight are shuffled;
+3. pick one at random among the first ``host_subset_size`` (from the
+   driver's seedable random source) and put it first;
+4. consume the request from the chosen HostState and add the host to the
+   server group's hosts, so the next instance sees it.
+
+When fewer hosts than instances were found, the chosen hosts are reset to
+be re-read from the database (dropping their virtual consumption) and
+NoValidHost("There are not enough hosts available.") is raised.
+Alternates (Queens): each instance's list is completed with other hosts in
+weight order, not selected for this request, up to ``max_attempts`` hosts
+in all.  Decisions of one process are serialised by the host manager's
+lock, so concurrent requests never consume the same capacity twice here.
+"""
+
+from oslo_log import log as logging
+
+from scheduler import exception
+from scheduler import notifications
+from scheduler.conf import CONF
+from scheduler.drivers import base
+from scheduler.objects import selection as selection_obj
+
+LOG = logging.getLogger(__name__)
+
+NOT_ENOUGH_HOSTS = 'There are not enough hosts available.'
+
+
+class FilterScheduler(base.Scheduler):
+    """Nova's FilterScheduler on the "all compute nodes" path."""
+
+    def select_destinations(self, context, spec_obj, instance_uuids=None,
+                            return_alternates=False):
+        """Return one list of Selection per instance (chosen host first,
+        then up to ``max_attempts - 1`` alternates when asked).
+
+        Sends ``scheduler.select_destinations.start`` / ``.end``; raises
+        NoValidHost when fewer hosts than instances can be found.
+        """
+        notifications.notify_select_destinations(
+            self.notifier, context, spec_obj, 'start')
+        with self.host_manager.lock:
+            selections = self._schedule(context, spec_obj, instance_uuids,
+                                        return_alternates)
+        notifications.notify_select_destinations(
+            self.notifier, context, spec_obj, 'end')
+        return selections
+
+    def _schedule(self, context, spec_obj, instance_uuids,
+                  return_alternates):
+        hosts = self.host_manager.get_all_host_states(context)
+        num = self.num_instances(spec_obj, instance_uuids)
+        selected = []
+        for index in range(num):
+            hosts = self._get_sorted_hosts(spec_obj, hosts, index)
+            if not hosts:
+                break
+            chosen = hosts[0]
+            chosen.consume_from_request(spec_obj)
+            group = spec_obj.get('instance_group')
+            if group is not None:
+                group.add_host(chosen.host)
+            selected.append(chosen)
+        if len(selected) < num:
+            self._release(selected, spec_obj, num)
+        if return_alternates and num > 1:
+            hosts = self._get_sorted_hosts(spec_obj, hosts, num - 1,
+                                           pick=False)
+        return self._selections(selected, hosts, return_alternates)
+
+    def _release(self, selected, spec_obj, num):
+        for state in selected:
+            state.updated = None
+        LOG.debug('Found %d of %d requested host(s) for instance %s',
+                  len(selected), num, spec_obj.obj_get('instance_uuid'))
+        raise exception.NoValidHost(reason=NOT_ENOUGH_HOSTS)
+
+    def _get_sorted_hosts(self, spec_obj, hosts, index, pick=True):
+        """Filter and weigh ``hosts``; with ``pick``, the random choice
+        among the best ``host_subset_size`` comes first."""
+        filtered = self.host_manager.get_filtered_hosts(hosts, spec_obj,
+                                                        index)
+        if not filtered:
+            return []
+        weighed = self.host_manager.get_weighed_hosts(filtered, spec_obj)
+        if CONF.filter_scheduler.shuffle_best_same_weighed_hosts:
+            weighed = self._shuffle_best(weighed)
+        ordered = [w.obj for w in weighed]
+        if not pick:
+            return ordered
+        subset = min(CONF.filter_scheduler.host_subset_size, len(ordered))
+        chosen = self.random.choice(ordered[:subset])
+        ordered.remove(chosen)
+        return [chosen] + ordered
+
+    def _shuffle_best(self, weighed):
+        best = weighed[0].weight
+        ties = [w for w in weighed if w.weight == best]
+        self.random.shuffle(ties)
+        return ties + weighed[len(ties):]
+
+    def _selections(self, selected, hosts, return_alternates):
+        max_hosts = CONF.scheduler.max_attempts if return_alternates else 1
+        chosen_keys = {(s.host, s.nodename) for s in selected}
+        result = []
+        for state in selected:
+            picks = [selection_obj.Selection.from_host_state(state)]
+            for alt in hosts:
+                if len(picks) >= max_hosts:
+                    break
+                if (alt.cell_uuid == state.cell_uuid and
+                        (alt.host, alt.nodename) not in chosen_keys):
+                    picks.append(selection_obj.Selection.from_host_state(
+                        alt))
+            result.append(picks)
+        return result

@@ -1,0 +1,106 @@
+"""Reading aggregate metadata and instance lists for filters and weighers.
+
+Follows ``nova/scheduler/filters/utils.py`` (reference 3.7): values are
+sets over the host's aggregates; comma-separated values are split and
+stripped where Nova does; numeric settings take the minimum.
+"""
+
+import collections
+
+from oslo_log import log as logging
+
+from scheduler import host_state as host_state_module
+
+LOG = logging.getLogger(__name__)
+
+
+def aggregate_values_from_key(host_state, key_name):
+    """The set of raw metadata values of ``key_name`` over the host's
+    aggregates (values are not split)."""
+    values = set()
+    for aggregate in host_state.aggregates:
+        value = (aggregate.obj_get('metadata') or {}).get(key_name)
+        if value is not None:
+            values.add(value)
+    return values
+
+
+def aggregate_metadata_get_by_host(host_state, key=None):
+    """``{key: set(values)}`` over the host's aggregates.
+
+    Values are split on ``,`` and stripped.  With ``key``, only aggregates
+    holding that key contribute, but all their keys are returned (Nova).
+    """
+    metadata = collections.defaultdict(set)
+    for aggregate in host_state.aggregates:
+        agg_meta = aggregate.obj_get('metadata') or {}
+        if key is not None and key not in agg_meta:
+            continue
+        for agg_key, value in agg_meta.items():
+            metadata[agg_key].update(v.strip() for v in value.split(','))
+    return metadata
+
+
+def validate_num_values(values, default=None, cast_to=int, based_on=min):
+    """Reduce a set of metadata values to one number.
+
+    An empty set gives ``default``; otherwise the values are cast with
+    ``cast_to`` and reduced with ``based_on`` (minimum).  A value that
+    cannot be cast is logged and ``default`` is returned (callers in Nova
+    catch the ValueError and fall back to the host default the same way).
+    """
+    if not values:
+        return default
+    if len(values) > 1:
+        LOG.info('%(num_values)d values found, of which the %(based_on)s '
+                 'is used', {'num_values': len(values),
+                             'based_on': based_on.__name__})
+    try:
+        return based_on(cast_to(value) for value in values)
+    except (ValueError, TypeError) as exc:
+        LOG.warning('Could not decode aggregate values %s: %s', values, exc)
+        return default
+
+
+def instance_uuids_overlap(host_state, uuids):
+    """Whether any of ``uuids`` is an instance on the host."""
+    return bool(set(uuids) & set(host_state.instances))
+
+
+def aggregate_min_value(host_state, key_name, default, cast_to=int):
+    """The minimum of the host's aggregate values of ``key_name`` cast
+    with ``cast_to``; ``default`` when there is none or one is malformed
+    (the Aggregate* filters' per-aggregate setting, Nova's pattern)."""
+    return validate_num_values(aggregate_values_from_key(host_state, key_name),
+                               default, cast_to=cast_to)
+
+
+def other_types_on_host(host_state, instance_type_id):
+    """The ``instance_type_id`` values of the host's instances other than
+    ``instance_type_id`` (None for an instance whose type is unknown)."""
+    type_ids = {instance.obj_get('instance_type_id')
+                for instance in host_state.instances.values()}
+    type_ids.discard(instance_type_id)
+    return type_ids
+
+
+def host_allocation_ratio(host_state, ratio_name):
+    """The host's ``ratio_name`` (``cpu_allocation_ratio``,
+    ``ram_allocation_ratio``, ``disk_allocation_ratio``).
+
+    A host that was never refreshed has no ratio (None); it then gets the
+    configured value, else Nova's hard default (16.0 CPU, 1.5 RAM, 1.0
+    disk), as a compute node row without a ratio would.
+    """
+    value = getattr(host_state, ratio_name, None)
+    if value is None:
+        return host_state_module.resolve_allocation_ratio(ratio_name, None)
+    return value
+
+
+def aggregate_allocation_ratio(host_state, ratio_name):
+    """The minimum ``ratio_name`` of the host's aggregates as a float,
+    else the host's own ratio (Nova's Aggregate{Ram,Core,Disk}Filter)."""
+    return validate_num_values(
+        aggregate_values_from_key(host_state, ratio_name),
+        host_allocation_ratio(host_state, ratio_name), cast_to=float)

@@ -1,0 +1,200 @@
+"""HostState: the scheduler's view of one compute node (host, nodename).
+
+This is what filters and weighers see (``host_passes(host_state,
+spec_obj)``, ``_weigh_object(host_state, weight_properties)``).  Fields
+and units follow Nova's HostState (reference section 3.1): RAM in MiB,
+disk in MiB for ``free_disk_mb`` / ``disk_mb_used`` and GiB for
+``total_usable_disk_gb``, CPUs in vCPUs.
+
+A HostState is refreshed from its ``compute_nodes`` row by ``update`` and
+virtually consumed by ``consume_from_request`` between the instances of a
+request (reference 3.2, 3.3).  A row whose ``updated_at`` is older than the
+last local consumption is not copied, so the consumption stays until the
+compute node reports again.
+"""
+
+import json
+import threading
+
+from oslo_log import log as logging
+from oslo_utils import timeutils
+
+from scheduler.conf import CONF
+
+LOG = logging.getLogger(__name__)
+
+# Nova's hard defaults when neither the row nor the config sets a ratio.
+DEFAULT_ALLOCATION_RATIOS = {'cpu_allocation_ratio': 16.0,
+                             'ram_allocation_ratio': 1.5,
+                             'disk_allocation_ratio': 1.0}
+
+
+def resolve_allocation_ratio(name, row_value):
+    """A node's allocation ratio: the row's, else the config's, else Nova's
+    default (16.0 CPU, 1.5 RAM, 1.0 disk).  0.0 and NULL mean "unset"."""
+    if row_value:
+        return float(row_value)
+    configured = getattr(CONF, name)
+    if configured:
+        return float(configured)
+    return DEFAULT_ALLOCATION_RATIOS[name]
+
+
+def _json(value, default):
+    """Decode a JSON text column; a dict/list passes through."""
+    if value is None or value == '':
+        return default
+    if isinstance(value, (dict, list)):
+        return value
+    try:
+        return json.loads(value)
+    except (TypeError, ValueError):
+        LOG.warning('Ignoring malformed JSON column value %r', value)
+        return default
+
+
+class HostState:
+    """Mutable state of one compute node, as Nova's HostState."""
+
+    def __init__(self, host, nodename, cell_uuid=None):
+        self.host = host
+        self.nodename = nodename
+        self.cell_uuid = cell_uuid
+        self.uuid = None
+        self.compute_id = None
+        self.generation = 0
+        self._lock = threading.RLock()
+        self.total_usable_ram_mb = 0
+        self.free_ram_mb = 0
+        self.total_usable_disk_gb = 0
+        self.disk_mb_used = 0
+        self.free_disk_mb = 0
+        self.vcpus_total = 0
+        self.vcpus_used = 0
+        self.numa_topology = None
+        self.pci_stats = None
+        self.num_instances = 0
+        self.num_io_ops = 0
+        self.failed_builds = 0
+        self.stats = {}
+        self.host_ip = None
+        self.hypervisor_type = None
+        self.hypervisor_version = None
+        self.hypervisor_hostname = None
+        self.cpu_info = None
+        self.supported_instances = []
+        self.metrics = None
+        self.cpu_allocation_ratio = None
+        self.ram_allocation_ratio = None
+        self.disk_allocation_ratio = None
+        self.limits = {}
+        self.aggregates = []
+        self.instances = {}
+        self.service = None
+        self.updated = None
+
+    # -- refresh ---------------------------------------------------------
+
+    def update(self, compute=None, service=None, aggregates=None,
+               instances=None):
+        """Refresh from a ``compute_nodes`` row dict, a ``services`` row
+        dict, the host's Aggregate objects and its ``{uuid: Instance}``.
+
+        Arguments that are None leave that part unchanged.
+        """
+        with self._lock:
+            if compute is not None:
+                self._update_from_compute_node(compute)
+            if aggregates is not None:
+                self.aggregates = list(aggregates)
+            if service is not None:
+                self.service = dict(service)
+            if instances is not None:
+                self.instances = instances
+
+    def _update_from_compute_node(self, compute):
+        self.uuid = compute.get('uuid') or self.uuid
+        self.compute_id = compute.get('id')
+        if compute.get('free_disk_gb') is None:
+            # Never reported: keep the zero resources (Nova, Ocata+).
+            return
+        # A row never updated since its creation counts from created_at.
+        updated_at = compute.get('updated_at') or compute.get('created_at')
+        if (self.updated and updated_at and
+                self.updated > timeutils.normalize_time(updated_at)):
+            # A local consumption is newer than the row: keep it.
+            return
+        self._copy_resources(compute)
+        self.generation = compute.get('generation') or 0
+        self.updated = (timeutils.normalize_time(updated_at)
+                        if updated_at else None)
+
+    def _copy_resources(self, compute):
+        self.total_usable_ram_mb = compute['memory_mb']
+        self.free_ram_mb = compute['free_ram_mb'] or 0
+        self.total_usable_disk_gb = compute['local_gb']
+        self.disk_mb_used = (compute.get('local_gb_used') or 0) * 1024
+        free_gb = compute['free_disk_gb']
+        least = compute.get('disk_available_least')
+        if least is not None:
+            if least > free_gb:
+                LOG.debug('Host %s has more disk space than the database '
+                          'expected (%s GB > %s GB)', self.host, least,
+                          free_gb)
+            free_gb = min(free_gb, least)
+        self.free_disk_mb = free_gb * 1024
+        self.vcpus_total = compute['vcpus']
+        self.vcpus_used = compute.get('vcpus_used') or 0
+        self.numa_topology = compute.get('numa_topology')
+        self.pci_stats = _json(compute.get('pci_stats'), None)
+        self.stats = _json(compute.get('stats'), {}) or {}
+        self.num_instances = int(self.stats.get('num_instances', 0))
+        self.num_io_ops = int(self.stats.get('io_workload', 0))
+        self.failed_builds = int(self.stats.get('failed_builds', 0))
+        self.host_ip = compute.get('host_ip')
+        self.hypervisor_type = compute.get('hypervisor_type')
+        self.hypervisor_version = compute.get('hypervisor_version')
+        self.hypervisor_hostname = compute.get('hypervisor_hostname')
+        self.cpu_info = compute.get('cpu_info')
+        self.supported_instances = _json(
+            compute.get('supported_instances'), []) or []
+        self.metrics = _json(compute.get('metrics'), None)
+        for name in DEFAULT_ALLOCATION_RATIOS:
+            setattr(self, name,
+                    resolve_allocation_ratio(name, compute.get(name)))
+
+    # -- consumption -----------------------------------------------------
+
+    def consume_from_request(self, spec_obj):
+        """Virtually take the request's resources (Nova 3.3).
+
+        RAM in MiB and root + ephemeral disk are subtracted (not swap, as
+        Nova), vCPUs, instance and I/O counters are incremented, and
+        ``updated`` is set to now so the next refresh keeps the
+        consumption until the compute node reports.
+        """
+        with self._lock:
+            flavor = spec_obj.flavor
+            self.free_ram_mb -= flavor.memory_mb
+            self.free_disk_mb -= (flavor.root_gb + flavor.ephemeral_gb) * 1024
+            self.vcpus_used += flavor.vcpus
+            self.num_instances += 1
+            self.num_io_ops += 1
+            self.updated = timeutils.utcnow()
+
+    # -- derived values --------------------------------------------------
+
+    @property
+    def availability_zone(self):
+        """The AZ of the host's aggregates, else the default AZ."""
+        for aggregate in self.aggregates:
+            zone = (aggregate.obj_get('metadata') or {}).get(
+                'availability_zone')
+            if zone:
+                return zone
+        return CONF.default_availability_zone
+
+    def __repr__(self):
+        return ('(%s, %s) ram: %sMB disk: %sMB io_ops: %s instances: %s'
+                % (self.host, self.nodename, self.free_ram_mb,
+                   self.free_disk_mb, self.num_io_ops, self.num_instances))

@@ -1,0 +1,180 @@
+"""SchedulerManager: the RPC endpoint of the ``scheduler`` topic (4.5).
+
+It unpacks and checks each message, then hands it to the driver (calls) or
+to the driver's host manager (casts), as Nova's manager does (reference
+1.3).  A malformed ``select_destinations`` is answered with
+InvalidRequestSpec; a malformed cast is logged and dropped.  Neither
+changes any state, and the server keeps serving.
+"""
+
+import functools
+
+import oslo_messaging as messaging
+from oslo_log import log as logging
+from oslo_utils import uuidutils
+
+from scheduler import drivers
+from scheduler import exception
+from scheduler.objects import aggregate as aggregate_obj
+from scheduler.objects import instance as instance_obj
+from scheduler.objects import request_spec as request_spec_obj
+
+LOG = logging.getLogger(__name__)
+
+_SENTINEL = object()
+
+
+def _cast_handler(func):
+    """Log and drop a cast whose arguments are invalid."""
+    @functools.wraps(func)
+    def wrapper(self, ctxt, **kwargs):
+        try:
+            return func(self, ctxt, **kwargs)
+        except exception.Invalid as exc:
+            LOG.warning('Dropping %s cast: %s', func.__name__, exc)
+        except TypeError as exc:
+            LOG.warning('Dropping %s cast with bad arguments: %s',
+                        func.__name__, exc)
+    return wrapper
+
+
+def _require(condition, method, reason):
+    if not condition:
+        raise exception.InvalidCastArguments(method=method, reason=reason)
+
+
+def _is_uuid_list(values, limit=request_spec_obj.MAX_INSTANCES_PER_REQUEST):
+    return (isinstance(values, list) and len(values) <= limit and
+            all(isinstance(v, str) and uuidutils.is_uuid_like(v)
+                for v in values))
+
+
+class SchedulerManager:
+    """Endpoint for the scheduler RPC API, versions 4.0 to 4.5."""
+
+    target = messaging.Target(version='4.5')
+
+    def __init__(self, context, notifier=None, driver=None):
+        self.driver = driver or drivers.load_driver(context,
+                                                    notifier=notifier)
+
+    @property
+    def host_manager(self):
+        return self.driver.host_manager
+
+    @messaging.expected_exceptions(exception.NoValidHost,
+                                   exception.Invalid)
+    def select_destinations(self, ctxt, request_spec=None,
+                            filter_properties=None, spec_obj=_SENTINEL,
+                            instance_uuids=None, return_objects=False,
+                            return_alternates=False):
+        """Choose hosts for the instances of a request.
+
+        ``spec_obj`` (4.3+) is a RequestSpec; without it the legacy
+        ``request_spec`` / ``filter_properties`` dicts (4.0) are converted.
+        Returns a list of ``{'host', 'nodename', 'limits'}`` dicts, one per
+        instance, or with ``return_objects`` a list of lists of Selection,
+        one per instance (chosen host first, then up to ``max_attempts - 1``
+        alternates when ``return_alternates``).  Raises NoValidHost, or
+        InvalidRequestSpec for a malformed request.
+        """
+        if spec_obj is _SENTINEL:
+            spec_obj = request_spec_obj.RequestSpec.from_primitives(
+                ctxt, request_spec, filter_properties)
+        spec_obj = self._checked_spec(spec_obj, instance_uuids)
+        return_alternates = bool(return_alternates and return_objects)
+        selections = self.driver.select_destinations(
+            ctxt, spec_obj, instance_uuids, return_alternates)
+        if return_objects:
+            return selections
+        return [picks[0].to_dict() for picks in selections]
+
+    @staticmethod
+    def _checked_spec(spec_obj, instance_uuids):
+        if not isinstance(spec_obj, request_spec_obj.RequestSpec):
+            raise exception.InvalidRequestSpec(
+                reason='spec_obj must be a RequestSpec object, not %s'
+                       % type(spec_obj).__name__)
+        if instance_uuids is not None and not _is_uuid_list(instance_uuids):
+            raise exception.InvalidRequestSpec(
+                reason='instance_uuids must be a list of at most %d UUIDs'
+                       % request_spec_obj.MAX_INSTANCES_PER_REQUEST)
+        spec_obj.ensure_defaults()
+        spec_obj.validate()
+        return spec_obj
+
+    # -- casts (fanout) --------------------------------------------------
+
+    @_cast_handler
+    def update_aggregates(self, ctxt, aggregates):
+        """Aggregates were created or changed (a list, an AggregateList or
+        one Aggregate)."""
+        if isinstance(aggregates, list):
+            _require(all(isinstance(a, aggregate_obj.Aggregate)
+                         and a.obj_attr_is_set('id') for a in aggregates),
+                     'update_aggregates', 'expected Aggregate objects')
+        else:
+            _require(isinstance(aggregates, (aggregate_obj.Aggregate,
+                                             aggregate_obj.AggregateList)),
+                     'update_aggregates', 'expected Aggregate objects')
+        self.host_manager.update_aggregates(aggregates)
+
+    @_cast_handler
+    def delete_aggregate(self, ctxt, aggregate):
+        """An aggregate was deleted."""
+        _require(isinstance(aggregate, aggregate_obj.Aggregate)
+                 and aggregate.obj_attr_is_set('id'),
+                 'delete_aggregate', 'expected an Aggregate object')
+        self.host_manager.delete_aggregate(aggregate)
+
+    @_cast_handler
+    def update_instance_info(self, ctxt, host_name, instance_info):
+        """``host_name`` reports instances (an InstanceList)."""
+        _require(isinstance(host_name, str) and host_name,
+                 'update_instance_info', 'host_name must be a string')
+        _require(isinstance(instance_info, instance_obj.InstanceList) and
+                 all(i.obj_attr_is_set('uuid')
+                     for i in instance_info.objects),
+                 'update_instance_info',
+                 'instance_info must be an InstanceList with uuids')
+        self.host_manager.update_instance_info(ctxt, host_name,
+                                               instance_info)
+
+    @_cast_handler
+    def delete_instance_info(self, ctxt, host_name, instance_uuid):
+        """An instance was deleted from ``host_name``."""
+        _require(isinstance(host_name, str) and host_name,
+                 'delete_instance_info', 'host_name must be a string')
+        _require(isinstance(instance_uuid, str) and
+                 uuidutils.is_uuid_like(instance_uuid),
+                 'delete_instance_info', 'instance_uuid must be a UUID')
+        self.host_manager.delete_instance_info(ctxt, host_name,
+                                               instance_uuid)
+
+    @_cast_handler
+    def sync_instance_info(self, ctxt, host_name, instance_uuids):
+        """``host_name`` lists all of its instance uuids."""
+        _require(isinstance(host_name, str) and host_name,
+                 'sync_instance_info', 'host_name must be a string')
+        _require(_is_uuid_list(instance_uuids, limit=10 ** 6),
+                 'sync_instance_info', 'instance_uuids must be a list of '
+                 'UUIDs')
+        self.host_manager.sync_instance_info(ctxt, host_name,
+                                             instance_uuids)
+
+
+class BaseRPCAPI:
+    """The ``baseapi`` namespace every Nova service serves (1.1)."""
+
+    target = messaging.Target(namespace='baseapi', version='1.1')
+
+    def __init__(self, service_name='scheduler'):
+        self.service_name = service_name
+
+    def ping(self, ctxt, arg):
+        """Health check: returns ``{'service': 'scheduler', 'arg': arg}``."""
+        return {'service': self.service_name, 'arg': arg}
+
+    def get_backdoor_port(self, ctxt):
+        """No eventlet backdoor here: always None."""
+        return None

@@ -1,0 +1,50 @@
+"""``Instance`` / ``InstanceList`` (Nova v2.3 / v2.2 and later minors).
+
+The compute side sends them in ``update_instance_info``.  The scheduler
+only needs ``uuid`` and ``host`` (and ``node``, ``instance_type_id``,
+``project_id`` for some filters); Nova's many other fields in a primitive
+are ignored.  Sizes in MiB (memory) and GiB (disk).
+"""
+
+from oslo_versionedobjects import fields
+
+from scheduler.objects import base
+
+_OPTIONAL_STRINGS = ('host', 'node', 'project_id', 'user_id', 'vm_state',
+                     'task_state', 'availability_zone', 'image_ref',
+                     'os_type', 'architecture', 'vm_mode', 'launched_on')
+
+
+@base.register
+class Instance(base.TimestampedObject, base.SchedulerObject):
+    VERSION = '2.8'
+
+    fields = dict(
+        base.TimestampedObject.fields,
+        id=fields.IntegerField(),
+        uuid=fields.UUIDField(),
+        instance_type_id=fields.IntegerField(nullable=True),
+        memory_mb=fields.IntegerField(nullable=True),
+        vcpus=fields.IntegerField(nullable=True),
+        root_gb=fields.IntegerField(nullable=True),
+        ephemeral_gb=fields.IntegerField(nullable=True),
+        **{name: fields.StringField(nullable=True)
+           for name in _OPTIONAL_STRINGS})
+
+    @classmethod
+    def from_db(cls, row):
+        """Build from a ``scheduler.db.api`` instance dict."""
+        inst = cls()
+        for name in cls.fields:
+            if name in row and (row[name] is not None or
+                                cls.fields[name].nullable):
+                setattr(inst, name, row[name])
+        inst.obj_reset_changes()
+        return inst
+
+
+@base.register
+class InstanceList(base.ObjectListBase, base.SchedulerObject):
+    VERSION = '2.6'
+
+    fields = {'objects': fields.ListOfObjectsField('Instance')}

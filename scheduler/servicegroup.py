@@ -1,0 +1,41 @@
+"""Compute service liveness, as Nova's database servicegroup driver.
+
+A service is up when it is not ``forced_down`` and its last heartbeat
+(``last_seen_up``, or ``created_at`` before the first one) is at most
+``[DEFAULT] service_down_time`` seconds old.  Timestamps are naive UTC.
+"""
+
+import datetime
+
+from oslo_utils import timeutils
+
+from scheduler.conf import CONF
+
+
+def service_down_time():
+    """The liveness window in seconds (Nova raises it to 2.5 times
+    ``report_interval`` when it is not larger than that interval)."""
+    if CONF.service_down_time <= CONF.report_interval:
+        return int(CONF.report_interval * 2.5)
+    return CONF.service_down_time
+
+
+def service_is_up(service, now=None):
+    """Whether the ``services`` row (a dict) has a recent heartbeat."""
+    if service.get('forced_down'):
+        return False
+    last = service.get('last_seen_up') or service.get('created_at')
+    if last is None:
+        return False
+    if isinstance(last, str):
+        last = timeutils.parse_isotime(last)
+    last = timeutils.normalize_time(last)
+    now = now or timeutils.utcnow()
+    elapsed = abs((now - last).total_seconds())
+    return elapsed <= service_down_time()
+
+
+def heartbeat_cutoff(now=None):
+    """The oldest heartbeat time that still counts as up."""
+    now = now or timeutils.utcnow()
+    return now - datetime.timedelta(seconds=service_down_time())

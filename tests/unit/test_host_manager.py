@@ -1,0 +1,283 @@
+"""HostManager against a real SQLite database (reference section 3)."""
+
+import datetime
+import uuid
+
+import pytest
+import seed
+from oslo_utils import timeutils
+
+from scheduler import exception
+from scheduler import host_manager
+from scheduler.conf import CONF
+from scheduler.db import api as db
+from scheduler.objects import aggregate as aggregate_obj
+from scheduler.objects import cell_mapping
+from scheduler.objects import instance as instance_obj
+from scheduler.objects import request_spec
+
+
+@pytest.fixture
+def override():
+    """``override(name, value, group=None)``, cleared after the test."""
+    done = []
+
+    def _set(name, value, group=None):
+        CONF.set_override(name, value, group)
+        done.append((name, group))
+    yield _set
+    for name, group in done:
+        CONF.clear_override(name, group)
+
+
+@pytest.fixture
+def ctx(tmp_path, override):
+    override('enabled_filters', ['ComputeFilter', 'AvailabilityZoneFilter'],
+             'filter_scheduler')
+    override('weight_classes', [], 'filter_scheduler')
+    return seed.use_database('sqlite:///%s' % (tmp_path / 'hm.sqlite'))
+
+
+def _keys(states):
+    return [(s.host, s.nodename) for s in states]
+
+
+def test_host_states_join_services_and_skip_orphans(ctx):
+    seed.add_compute(ctx, 'h1')
+    seed.add_compute(ctx, 'h2', node='h2-a')
+    seed.add_compute(ctx, 'h2', node='h2-b', service=False)
+    seed.add_compute(ctx, 'orphan', service=False)
+    manager = host_manager.HostManager(ctx)
+    states = manager.get_all_host_states(ctx)
+    assert _keys(states) == [('h1', 'h1'), ('h2', 'h2-a'), ('h2', 'h2-b')]
+    assert states[0].service['binary'] == 'nova-compute'
+    assert states[0].cell_uuid == cell_mapping.SINGLE_CELL_UUID
+
+
+def test_dead_nodes_are_dropped(ctx):
+    seed.add_compute(ctx, 'h1')
+    node = seed.add_compute(ctx, 'h2')
+    manager = host_manager.HostManager(ctx)
+    assert len(manager.get_all_host_states(ctx)) == 2
+    db.compute_node_delete(ctx, node['id'])
+    assert _keys(manager.get_all_host_states(ctx)) == [('h1', 'h1')]
+    assert ('h2', 'h2') not in manager.host_state_map
+
+
+def test_resources_and_units(ctx):
+    seed.add_compute(ctx, 'h1', vcpus=16, vcpus_used=4, memory_mb=32768,
+                     memory_mb_used=2048, local_gb=500, local_gb_used=100,
+                     disk_available_least=300,
+                     stats='{"num_instances": "3", "io_workload": "2"}')
+    state = host_manager.HostManager(ctx).get_all_host_states(ctx)[0]
+    assert state.total_usable_ram_mb == 32768
+    assert state.free_ram_mb == 30720
+    assert state.free_disk_mb == 300 * 1024  # min(free 400, least 300)
+    assert state.disk_mb_used == 100 * 1024
+    assert (state.vcpus_total, state.vcpus_used) == (16, 4)
+    assert (state.num_instances, state.num_io_ops) == (3, 2)
+    assert state.supported_instances == [['x86_64', 'kvm', 'hvm']]
+
+
+def test_allocation_ratios_row_then_config_then_default(ctx, override):
+    seed.add_compute(ctx, 'h1', cpu_allocation_ratio=4.0,
+                     ram_allocation_ratio=0.0)
+    override('ram_allocation_ratio', 2.0)
+    state = host_manager.HostManager(ctx).get_all_host_states(ctx)[0]
+    assert state.cpu_allocation_ratio == 4.0
+    assert state.ram_allocation_ratio == 2.0
+    assert state.disk_allocation_ratio == 1.0
+
+
+def test_unreported_node_keeps_zero_resources(ctx):
+    seed.add_compute(ctx, 'h1', free_disk_gb=None)
+    state = host_manager.HostManager(ctx).get_all_host_states(ctx)[0]
+    assert (state.free_ram_mb, state.vcpus_total) == (0, 0)
+
+
+def test_consumption_survives_until_the_node_reports(ctx):
+    node = seed.add_compute(ctx, 'h1', memory_mb=4096)
+    manager = host_manager.HostManager(ctx)
+    state = manager.get_all_host_states(ctx)[0]
+    state.consume_from_request(seed.make_spec(memory_mb=1024))
+    assert manager.get_all_host_states(ctx)[0].free_ram_mb == 3072
+    db.compute_node_update(ctx, node['id'], {'free_ram_mb': 2048,
+                                              'memory_mb_used': 2048})
+    assert manager.get_all_host_states(ctx)[0].free_ram_mb == 2048
+
+
+def test_aggregates_loaded_at_start_and_updated_by_casts(ctx):
+    seed.add_compute(ctx, 'h1')
+    seed.add_compute(ctx, 'h2')
+    row = seed.add_aggregate(ctx, 'agg1', hosts=['h1'],
+                             metadata={'availability_zone': 'az1'})
+    manager = host_manager.HostManager(ctx)
+    states = {s.host: s for s in manager.get_all_host_states(ctx)}
+    assert [a.name for a in states['h1'].aggregates] == ['agg1']
+    assert states['h1'].availability_zone == 'az1'
+    assert states['h2'].availability_zone == 'nova'
+
+    moved = aggregate_obj.Aggregate.from_db(dict(row, hosts=['h2']))
+    manager.update_aggregates([moved])
+    states = {s.host: s for s in manager.get_all_host_states(ctx)}
+    assert states['h1'].aggregates == []
+    assert [a.name for a in states['h2'].aggregates] == ['agg1']
+
+    manager.delete_aggregate(moved)
+    states = {s.host: s for s in manager.get_all_host_states(ctx)}
+    assert states['h2'].aggregates == []
+
+
+def test_aggregates_are_not_reread_from_the_database(ctx):
+    seed.add_compute(ctx, 'h1')
+    manager = host_manager.HostManager(ctx)
+    seed.add_aggregate(ctx, 'late', hosts=['h1'])
+    assert manager.get_all_host_states(ctx)[0].aggregates == []
+
+
+def _instance(ctx, host, inst_uuid=None):
+    inst_uuid = inst_uuid or str(uuid.uuid4())
+    db.instance_create(ctx, {'uuid': inst_uuid, 'host': host, 'node': host,
+                             'instance_type_id': 1})
+    return inst_uuid
+
+
+def _instance_list(*uuids):
+    return instance_obj.InstanceList(
+        objects=[instance_obj.Instance(uuid=u) for u in uuids])
+
+
+def test_instance_info_from_db_until_synced(ctx):
+    seed.add_compute(ctx, 'h1')
+    first = _instance(ctx, 'h1')
+    manager = host_manager.HostManager(ctx)
+    assert set(manager.get_all_host_states(ctx)[0].instances) == {first}
+    assert manager._instance_info['h1']['updated'] is False
+    later = _instance(ctx, 'h1')  # seen: the host is not in sync yet
+    assert set(manager.get_all_host_states(ctx)[0].instances) == {
+        first, later}
+    manager.sync_instance_info(ctx, 'h1', [first, later])
+    assert manager._instance_info['h1']['updated'] is True
+    hidden = _instance(ctx, 'h1')  # in sync: the cache is used
+    assert hidden not in manager.get_all_host_states(ctx)[0].instances
+
+
+def test_update_and_delete_instance_info(ctx):
+    seed.add_compute(ctx, 'h1')
+    manager = host_manager.HostManager(ctx)
+    new = str(uuid.uuid4())
+    manager.update_instance_info(ctx, 'h1', _instance_list(new))
+    assert manager._instance_info['h1']['updated'] is True
+    assert new in manager.get_all_host_states(ctx)[0].instances
+    manager.delete_instance_info(ctx, 'h1', new)
+    assert new not in manager.get_all_host_states(ctx)[0].instances
+
+
+def test_update_from_unknown_host(ctx):
+    seed.add_compute(ctx, 'h1')
+    manager = host_manager.HostManager(ctx)
+    a, b = str(uuid.uuid4()), str(uuid.uuid4())
+    manager.update_instance_info(ctx, 'new-host', _instance_list(a, b))
+    assert manager._instance_info['new-host'] == {
+        'instances': manager._instance_info['new-host']['instances'],
+        'updated': True}
+    single = _instance(ctx, 'other-host')
+    manager.update_instance_info(ctx, 'other-host',
+                                 _instance_list(str(uuid.uuid4())))
+    info = manager._instance_info['other-host']
+    assert (set(info['instances']), info['updated']) == ({single}, False)
+
+
+def test_sync_mismatch_rereads_the_database(ctx):
+    seed.add_compute(ctx, 'h1')
+    real = _instance(ctx, 'h1')
+    manager = host_manager.HostManager(ctx)
+    manager.sync_instance_info(ctx, 'h1', [real, str(uuid.uuid4())])
+    info = manager._instance_info['h1']
+    assert (set(info['instances']), info['updated']) == ({real}, False)
+
+
+def test_tracking_off_reads_the_database_every_time(ctx, override):
+    override('track_instance_changes', False, 'filter_scheduler')
+    seed.add_compute(ctx, 'h1')
+    manager = host_manager.HostManager(ctx)
+    assert manager._instance_info == {}
+    inst = _instance(ctx, 'h1')
+    assert set(manager.get_all_host_states(ctx)[0].instances) == {inst}
+
+
+@pytest.fixture
+def three_hosts(ctx):
+    for name in ('Host1', 'host2', 'host3'):
+        seed.add_compute(ctx, name, node=name.lower() + '-node')
+    manager = host_manager.HostManager(ctx)
+    return manager, manager.get_all_host_states(ctx)
+
+
+def _filtered(manager, states, **spec_kwargs):
+    spec = seed.make_spec(**spec_kwargs)
+    return [s.host for s in manager.get_filtered_hosts(states, spec)]
+
+
+def test_ignore_hosts_is_case_insensitive(three_hosts):
+    manager, states = three_hosts
+    assert _filtered(manager, states, ignore_hosts=['HOST1', 'host3']) == [
+        'host2']
+
+
+def test_force_hosts_and_nodes(three_hosts, ctx):
+    manager, states = three_hosts
+    db.service_update(ctx, 2, {'disabled': True})  # host2's service
+    states = manager.get_all_host_states(ctx)
+    # Forced hosts skip the filters: disabled host2 is returned.
+    assert _filtered(manager, states, force_hosts=['HOST2']) == ['host2']
+    assert _filtered(manager, states, force_nodes=['host3-node']) == [
+        'host3']
+    assert _filtered(manager, states, force_nodes=['HOST3-NODE']) == []
+    assert _filtered(manager, states, force_hosts=['host1'],
+                     force_nodes=['host3-node']) == []
+    # Without forcing, ComputeFilter drops the disabled host.
+    assert _filtered(manager, states) == ['Host1', 'host3']
+
+
+def test_requested_destination(three_hosts):
+    manager, states = three_hosts
+    dest = request_spec.Destination(host='host2', node='host2-node')
+    assert _filtered(manager, states, requested_destination=dest) == [
+        'host2']
+    dest = request_spec.Destination(host='host2', node=None)
+    assert _filtered(manager, states, requested_destination=dest) == [
+        'host2']
+    dest = request_spec.Destination(host='host2', node='host3-node')
+    assert _filtered(manager, states, requested_destination=dest) == []
+
+
+def test_requested_destination_aggregates_and_cell(ctx):
+    seed.add_compute(ctx, 'h1')
+    seed.add_compute(ctx, 'h2')
+    agg = seed.add_aggregate(ctx, 'a', hosts=['h2'])
+    manager = host_manager.HostManager(ctx)
+    states = manager.get_all_host_states(ctx)
+    dest = request_spec.Destination(host='', aggregates=[
+        'unknown,%s' % agg['uuid']])
+    assert _filtered(manager, states, requested_destination=dest) == ['h2']
+    other = cell_mapping.CellMapping(uuid=str(uuid.uuid4()))
+    dest = request_spec.Destination(host='h1', cell=other)
+    assert _filtered(manager, states, requested_destination=dest) == []
+
+
+def test_down_host_is_kept_until_compute_filter(ctx):
+    old = timeutils.utcnow() - datetime.timedelta(seconds=3600)
+    seed.add_compute(ctx, 'h1', last_seen_up=old)
+    manager = host_manager.HostManager(ctx)
+    states = manager.get_all_host_states(ctx)
+    assert len(states) == 1
+    assert _filtered(manager, states) == []
+
+
+def test_unknown_filter_fails_at_start(ctx, override):
+    override('enabled_filters', ['ComputeFilter', 'NoSuchFilter',
+                                 'AlsoMissing'], 'filter_scheduler')
+    with pytest.raises(exception.SchedulerHostFilterNotFound) as err:
+        host_manager.HostManager(ctx)
+    assert 'NoSuchFilter, AlsoMissing' in str(err.value)
