@@ -44,13 +44,16 @@ class RequestContextSerializer(messaging.Serializer):
 
 
 def get_transport(conf, url=None):
-    """An RPC transport for ``url`` (default ``[DEFAULT] transport_url``)."""
+    """An RPC transport for ``url`` (default ``[DEFAULT] transport_url``),
+    on the ``control_exchange`` (default ``nova``)."""
     objects.register_all()
+    set_defaults()
     return messaging.get_rpc_transport(
         conf, url=url, allowed_remote_exmods=ALLOWED_EXMODS)
 
 
 def get_notification_transport(conf):
+    set_defaults()
     return messaging.get_notification_transport(
         conf, allowed_remote_exmods=ALLOWED_EXMODS)
 

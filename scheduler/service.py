@@ -14,6 +14,7 @@ import threading
 
 import oslo_messaging as messaging
 from oslo_log import log as logging
+from oslo_service.backend import base as service_base
 
 from scheduler import context as scheduler_context
 from scheduler import manager
@@ -27,7 +28,7 @@ LOG = logging.getLogger(__name__)
 DEFAULT_PERIODIC_SPACING = 60
 
 
-class SchedulerService:
+class SchedulerService(service_base.ServiceBase):
     """The RPC server of one scheduler process."""
 
     def __init__(self, transport=None):

@@ -73,7 +73,8 @@ class HostFilterHandler:
                 continue
             name = type(host_filter).__name__
             before = len(hosts)
-            hosts = list(host_filter.filter_all(hosts, spec_obj))
+            # A filter returning None (Nova's contract) stops filtering.
+            hosts = list(host_filter.filter_all(hosts, spec_obj) or [])
             history.append((name, before, len(hosts)))
             LOG.debug('Filter %s returned %d host(s)', name, len(hosts))
             if not hosts:

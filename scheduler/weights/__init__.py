@@ -116,7 +116,7 @@ class HostWeightHandler:
         for weigher in weighers:
             raw = weigher.weigh_objects(weighed, weight_properties)
             norm = normalize(raw, weigher.minval, weigher.maxval)
-            for item, value in zip(weighed, norm):
+            for item, value in zip(weighed, norm, strict=True):
                 item.weight += weigher.weight_multiplier(item.obj) * value
         return sorted(weighed, key=lambda item: item.weight, reverse=True)
 

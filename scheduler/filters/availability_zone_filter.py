@@ -1,0 +1,52 @@
+"""AvailabilityZoneFilter: keep hosts in the requested availability zone.
+
+Follows Nova's AvailabilityZoneFilter (reference 4.2, quirk 10): a host's
+zones are the ``availability_zone`` values of its aggregates (split on
+commas); a host in no zone aggregate is in the default zone.
+"""
+
+from oslo_log import log as logging
+
+from scheduler import filters
+from scheduler.conf import CONF
+from scheduler.filters import utils
+
+LOG = logging.getLogger(__name__)
+
+AZ_KEY = 'availability_zone'
+
+
+class AvailabilityZoneFilter(filters.BaseHostFilter):
+    """The requested ``spec_obj.availability_zone`` is one of the host's.
+
+    * no zone requested -> pass;
+    * the host's aggregates set ``availability_zone`` -> pass when the
+      requested zone is among their values (comma-separated, stripped);
+    * otherwise the host is in ``[DEFAULT] default_availability_zone``
+      (``nova``) -> pass when that is the requested zone.
+
+    Runs once per request.
+    """
+
+    run_filter_once_per_request = True
+
+    def host_passes(self, host_state, spec_obj):
+        requested = spec_obj.get('availability_zone')
+        if not requested:
+            return True
+        zones = self._host_zones(host_state)
+        if requested in zones:
+            return True
+        LOG.debug('Availability zone %(az)s requested; %(host_state)s is in '
+                  '%(zones)s', {'az': requested, 'host_state': host_state,
+                                'zones': sorted(zones)})
+        return False
+
+    @staticmethod
+    def _host_zones(host_state):
+        """The host's zones: its aggregates', else the default zone."""
+        metadata = utils.aggregate_metadata_get_by_host(host_state,
+                                                        key=AZ_KEY)
+        if AZ_KEY in metadata:
+            return metadata[AZ_KEY]
+        return {CONF.default_availability_zone}

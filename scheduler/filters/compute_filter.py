@@ -1,0 +1,45 @@
+"""ComputeFilter: keep hosts whose compute service is enabled and alive.
+
+Follows Nova's ComputeFilter (reference 3.9, 4.2).  Down and disabled
+hosts are only removed here: without this filter they can be chosen.
+"""
+
+from oslo_log import log as logging
+
+from scheduler import filters, servicegroup
+
+LOG = logging.getLogger(__name__)
+
+
+class ComputeFilter(filters.BaseHostFilter):
+    """The host's ``nova-compute`` service is enabled and up.
+
+    * ``service['disabled']`` set -> fail (debug log with the
+      ``disabled_reason``);
+    * not up -> fail (warning "has not been heard from in a while"):
+      ``forced_down``, or the last heartbeat (``last_seen_up``, else
+      ``created_at``) older than ``[DEFAULT] service_down_time`` seconds;
+    * otherwise pass.
+
+    A host without a service record cannot be checked and fails (Nova's
+    host manager never builds such a host).  Runs once per request.
+    """
+
+    run_filter_once_per_request = True
+
+    def host_passes(self, host_state, spec_obj):
+        service = host_state.service
+        if not service:
+            LOG.warning('%(host_state)s has no compute service record',
+                        {'host_state': host_state})
+            return False
+        if service.get('disabled'):
+            LOG.debug('%(host_state)s is disabled, reason: %(reason)s',
+                      {'host_state': host_state,
+                       'reason': service.get('disabled_reason')})
+            return False
+        if not servicegroup.service_is_up(service):
+            LOG.warning('%(host_state)s has not been heard from in a while',
+                        {'host_state': host_state})
+            return False
+        return True

@@ -1,0 +1,31 @@
+"""RetryFilter: do not retry a build on a node that already failed it.
+
+Follows Nova's RetryFilter (reference 2.5, 4.2, quirk 16).
+"""
+
+from oslo_log import log as logging
+
+from scheduler import filters
+
+LOG = logging.getLogger(__name__)
+
+
+class RetryFilter(filters.BaseHostFilter):
+    """The ``(host, nodename)`` pair is not among those already tried.
+
+    ``spec_obj.retry`` lists the nodes of earlier attempts.  No retry
+    record -> every host passes (re-scheduling is disabled: one attempt,
+    or a single forced host or node).  Runs for every instance.
+    """
+
+    def host_passes(self, host_state, spec_obj):
+        retry = spec_obj.get('retry')
+        if retry is None:
+            LOG.debug('Re-scheduling is disabled')
+            return True
+        if (host_state.host, host_state.nodename) in retry.host_node_pairs():
+            LOG.info('Host %(host)s node %(node)s was already tried and '
+                     'fails the RetryFilter',
+                     {'host': host_state.host, 'node': host_state.nodename})
+            return False
+        return True
