@@ -6,7 +6,8 @@ hosts are only removed here: without this filter they can be chosen.
 
 from oslo_log import log as logging
 
-from scheduler import filters, servicegroup
+from scheduler import filters
+from scheduler import servicegroup
 
 LOG = logging.getLogger(__name__)
 

@@ -6,6 +6,7 @@ stripped where Nova does; numeric settings take the minimum.
 """
 
 import collections
+import math
 
 from oslo_log import log as logging
 
@@ -98,9 +99,21 @@ def host_allocation_ratio(host_state, ratio_name):
     return value
 
 
+def allocation_ratio_value(value):
+    """An aggregate's ratio text as a float; ValueError when it is not a
+    finite, non-negative number (``nan``, ``inf``, ``-1``), so that a limit
+    is always finite."""
+    ratio = float(value)
+    if not math.isfinite(ratio) or ratio < 0:
+        raise ValueError('%r is not a valid allocation ratio' % (value,))
+    return ratio
+
+
 def aggregate_allocation_ratio(host_state, ratio_name):
-    """The minimum ``ratio_name`` of the host's aggregates as a float,
-    else the host's own ratio (Nova's Aggregate{Ram,Core,Disk}Filter)."""
-    return validate_num_values(
-        aggregate_values_from_key(host_state, ratio_name),
-        host_allocation_ratio(host_state, ratio_name), cast_to=float)
+    """The minimum valid ``ratio_name`` of the host's aggregates, else the
+    host's own ratio (Nova's Aggregate{Ram,Core,Disk}Filter); a malformed
+    value is logged and gives the host's ratio."""
+    return aggregate_min_value(
+        host_state, ratio_name,
+        host_allocation_ratio(host_state, ratio_name),
+        cast_to=allocation_ratio_value)

@@ -1,0 +1,1 @@
+"""Console entry points: ``scheduler-service`` and ``scheduler-manage``."""

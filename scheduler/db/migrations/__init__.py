@@ -1,0 +1,1 @@
+"""Alembic environment of the scheduler database (see ``migration.py``)."""

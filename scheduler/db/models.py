@@ -1,0 +1,306 @@
+"""SQLAlchemy models of the tables the scheduler reads (Nova Newton/Ocata).
+
+Table names, column names, types, nullability, unique constraints and
+indexes follow Nova's schema as described in section 9 of the reference,
+so that the service can run against a copy of a Nova database, and Nova's
+tools can read ours.  Which of Nova's two databases each table follows:
+
+* cell database (``nova``): ``compute_nodes``, ``services`` and
+  ``instances``.  They carry ``created_at``, ``updated_at``, ``deleted_at``
+  and ``deleted``; a live row has ``deleted = 0`` and a soft-deleted row
+  ``deleted = id``.
+* API database (``nova_api``): ``aggregates``, ``aggregate_hosts``,
+  ``aggregate_metadata``, ``instance_groups``, ``instance_group_member``
+  (whose member column is ``instance_uuid``) and ``instance_group_policy``
+  (with the Rocky ``rules`` column).  They carry ``created_at`` and
+  ``updated_at`` only, and rows are deleted for real.
+
+Our own additions, absent from Nova: ``compute_nodes.generation`` and the
+indexes on ``compute_nodes.updated_at``, ``compute_nodes.created_at`` and
+``services.updated_at``, which serve the scheduler's incremental refresh.
+
+All datetimes are naive UTC, as Nova stores them.  The JSON columns
+(``compute_nodes.stats``, ``cpu_info``, ``supported_instances``,
+``metrics``, ``pci_stats``, ``numa_topology``, ``extra_resources`` and
+``instance_group_policy.rules``) are text columns holding JSON strings.
+"""
+
+import datetime
+
+from oslo_utils import timeutils
+from sqlalchemy import Boolean
+from sqlalchemy import DateTime
+from sqlalchemy import Float
+from sqlalchemy import ForeignKey
+from sqlalchemy import Index
+from sqlalchemy import Integer
+from sqlalchemy import String
+from sqlalchemy import Text
+from sqlalchemy import UniqueConstraint
+from sqlalchemy.dialects import mysql
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.orm import DeclarativeBase
+from sqlalchemy.orm import Mapped
+from sqlalchemy.orm import mapped_column
+
+# Nova's "MediumText": TEXT, or MEDIUMTEXT (16 MiB) on MySQL.
+MediumText = Text().with_variant(mysql.MEDIUMTEXT(), 'mysql')
+
+# Nova's "IPAddress": a shortened IPv6 address fits in 39 characters;
+# PostgreSQL has a native type.
+IPAddress = String(39).with_variant(postgresql.INET(), 'postgresql')
+
+
+def _utcnow():
+    return timeutils.utcnow()
+
+
+class Base(DeclarativeBase):
+    """Declarative base of every table; ``Base.metadata`` is the schema."""
+
+
+class TimestampMixin:
+    """``created_at`` / ``updated_at``, filled in on insert and update."""
+
+    created_at: Mapped[datetime.datetime | None] = mapped_column(
+        DateTime, default=_utcnow)
+    updated_at: Mapped[datetime.datetime | None] = mapped_column(
+        DateTime, onupdate=_utcnow)
+
+
+class SoftDeleteMixin:
+    """Nova's soft delete: ``deleted = id`` and ``deleted_at`` when gone."""
+
+    deleted_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    deleted: Mapped[int | None] = mapped_column(
+        Integer, default=0, server_default='0')
+
+
+def _counter(nullable=True):
+    """An integer column that starts at 0, in Python and in the DDL."""
+    return mapped_column(Integer, nullable=nullable, default=0,
+                         server_default='0')
+
+
+def _flag():
+    """A boolean column that starts false, in Python and in the DDL."""
+    return mapped_column(Boolean, default=False, server_default='0')
+
+
+class ComputeNode(Base, TimestampMixin, SoftDeleteMixin):
+    """One hypervisor node (``compute_nodes``), as its compute agent reports.
+
+    Sizes: ``memory_mb`` in MiB, ``local_gb`` and ``disk_available_least``
+    in GiB.  ``generation`` is our own column: it is bumped by every write,
+    for optimistic concurrency (a reader can tell whether a row changed
+    since it last saw it, and a writer whether it raced another one).
+    """
+
+    __tablename__ = 'compute_nodes'
+    __table_args__ = (
+        UniqueConstraint(
+            'host', 'hypervisor_hostname', 'deleted',
+            name='uniq_compute_nodes0host0hypervisor_hostname0deleted'),
+        Index('compute_nodes_uuid_idx', 'uuid', unique=True),
+        Index('compute_nodes_updated_at_idx', 'updated_at'),
+        Index('compute_nodes_created_at_idx', 'created_at'),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    service_id: Mapped[int | None] = mapped_column(Integer)
+    host: Mapped[str | None] = mapped_column(String(255))
+    uuid: Mapped[str | None] = mapped_column(String(36))
+    vcpus: Mapped[int] = mapped_column(Integer, nullable=False)
+    memory_mb: Mapped[int] = mapped_column(Integer, nullable=False)
+    local_gb: Mapped[int] = mapped_column(Integer, nullable=False)
+    vcpus_used: Mapped[int] = mapped_column(Integer, nullable=False)
+    memory_mb_used: Mapped[int] = mapped_column(Integer, nullable=False)
+    local_gb_used: Mapped[int] = mapped_column(Integer, nullable=False)
+    hypervisor_type: Mapped[str] = mapped_column(MediumText, nullable=False)
+    hypervisor_version: Mapped[int] = mapped_column(Integer, nullable=False)
+    hypervisor_hostname: Mapped[str | None] = mapped_column(String(255))
+    free_ram_mb: Mapped[int | None] = mapped_column(Integer)
+    free_disk_gb: Mapped[int | None] = mapped_column(Integer)
+    current_workload: Mapped[int | None] = mapped_column(Integer)
+    running_vms: Mapped[int | None] = mapped_column(Integer)
+    cpu_info: Mapped[str] = mapped_column(MediumText, nullable=False)
+    disk_available_least: Mapped[int | None] = mapped_column(Integer)
+    host_ip: Mapped[str | None] = mapped_column(IPAddress)
+    supported_instances: Mapped[str | None] = mapped_column(Text)
+    metrics: Mapped[str | None] = mapped_column(Text)
+    pci_stats: Mapped[str | None] = mapped_column(Text)
+    extra_resources: Mapped[str | None] = mapped_column(Text)
+    stats: Mapped[str | None] = mapped_column(Text, default='{}')
+    numa_topology: Mapped[str | None] = mapped_column(Text)
+    ram_allocation_ratio: Mapped[float | None] = mapped_column(Float)
+    cpu_allocation_ratio: Mapped[float | None] = mapped_column(Float)
+    disk_allocation_ratio: Mapped[float | None] = mapped_column(Float)
+    mapped: Mapped[int | None] = _counter()
+    generation: Mapped[int] = _counter(nullable=False)
+
+
+class Service(Base, TimestampMixin, SoftDeleteMixin):
+    """One service process (``services``); ``report_count`` is its
+    heartbeat and ``last_seen_up`` the time of the last one."""
+
+    __tablename__ = 'services'
+    __table_args__ = (
+        UniqueConstraint('host', 'topic', 'deleted',
+                         name='uniq_services0host0topic0deleted'),
+        UniqueConstraint('host', 'binary', 'deleted',
+                         name='uniq_services0host0binary0deleted'),
+        Index('services_uuid_idx', 'uuid', unique=True),
+        Index('services_updated_at_idx', 'updated_at'),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    uuid: Mapped[str | None] = mapped_column(String(36))
+    host: Mapped[str | None] = mapped_column(String(255))
+    binary: Mapped[str | None] = mapped_column(String(255))
+    topic: Mapped[str | None] = mapped_column(String(255))
+    report_count: Mapped[int] = _counter(nullable=False)
+    disabled: Mapped[bool | None] = _flag()
+    disabled_reason: Mapped[str | None] = mapped_column(String(255))
+    last_seen_up: Mapped[datetime.datetime | None] = mapped_column(
+        DateTime)
+    forced_down: Mapped[bool | None] = _flag()
+    version: Mapped[int | None] = _counter()
+
+
+class Aggregate(Base, TimestampMixin):
+    """A host aggregate (``aggregates``, API-database shape)."""
+
+    __tablename__ = 'aggregates'
+    __table_args__ = (
+        Index('aggregate_uuid_idx', 'uuid'),
+        UniqueConstraint('name', name='uniq_aggregate0name'),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True,
+                                    autoincrement=True)
+    uuid: Mapped[str | None] = mapped_column(String(36))
+    name: Mapped[str | None] = mapped_column(String(255))
+
+
+class AggregateHost(Base, TimestampMixin):
+    """Membership of a service host name in an aggregate."""
+
+    __tablename__ = 'aggregate_hosts'
+    __table_args__ = (
+        UniqueConstraint('host', 'aggregate_id',
+                         name='uniq_aggregate_hosts0host0aggregate_id'),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True,
+                                    autoincrement=True)
+    host: Mapped[str | None] = mapped_column(String(255))
+    aggregate_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey('aggregates.id'), nullable=False)
+
+
+class AggregateMetadata(Base, TimestampMixin):
+    """One ``key = value`` pair of an aggregate's metadata."""
+
+    __tablename__ = 'aggregate_metadata'
+    __table_args__ = (
+        UniqueConstraint('aggregate_id', 'key',
+                         name='uniq_aggregate_metadata0aggregate_id0key'),
+        Index('aggregate_metadata_key_idx', 'key'),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True,
+                                    autoincrement=True)
+    key: Mapped[str] = mapped_column(String(255), nullable=False)
+    value: Mapped[str] = mapped_column(String(255), nullable=False)
+    aggregate_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey('aggregates.id'), nullable=False)
+
+
+class Instance(Base, TimestampMixin, SoftDeleteMixin):
+    """The columns of Nova's ``instances`` that scheduling touches.
+
+    ``host`` is the service host name and ``node`` the hypervisor
+    hostname; sizes are ``memory_mb`` in MiB, ``root_gb`` and
+    ``ephemeral_gb`` in GiB; ``instance_type_id`` is the flavor's id.
+    """
+
+    __tablename__ = 'instances'
+    __table_args__ = (
+        UniqueConstraint('uuid', name='uniq_instances0uuid'),
+        Index('instances_host_node_deleted_idx', 'host', 'node', 'deleted'),
+        Index('instances_host_deleted_cleaned_idx',
+              'host', 'deleted', 'cleaned'),
+        Index('instances_uuid_deleted_idx', 'uuid', 'deleted'),
+        Index('instances_project_id_deleted_idx', 'project_id', 'deleted'),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True,
+                                    autoincrement=True)
+    uuid: Mapped[str] = mapped_column(String(36), nullable=False)
+    user_id: Mapped[str | None] = mapped_column(String(255))
+    project_id: Mapped[str | None] = mapped_column(String(255))
+    image_ref: Mapped[str | None] = mapped_column(String(255))
+    power_state: Mapped[int | None] = mapped_column(Integer)
+    vm_state: Mapped[str | None] = mapped_column(String(255))
+    task_state: Mapped[str | None] = mapped_column(String(255))
+    memory_mb: Mapped[int | None] = mapped_column(Integer)
+    vcpus: Mapped[int | None] = mapped_column(Integer)
+    root_gb: Mapped[int | None] = mapped_column(Integer)
+    ephemeral_gb: Mapped[int | None] = mapped_column(Integer)
+    host: Mapped[str | None] = mapped_column(String(255))
+    node: Mapped[str | None] = mapped_column(String(255))
+    instance_type_id: Mapped[int | None] = mapped_column(Integer)
+    launched_on: Mapped[str | None] = mapped_column(MediumText)
+    availability_zone: Mapped[str | None] = mapped_column(String(255))
+    os_type: Mapped[str | None] = mapped_column(String(255))
+    architecture: Mapped[str | None] = mapped_column(String(255))
+    vm_mode: Mapped[str | None] = mapped_column(String(255))
+    cleaned: Mapped[int | None] = _counter()
+
+
+class InstanceGroup(Base, TimestampMixin):
+    """A server group (``instance_groups``, API-database shape)."""
+
+    __tablename__ = 'instance_groups'
+    __table_args__ = (
+        UniqueConstraint('uuid', name='uniq_instance_groups0uuid'),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True,
+                                    autoincrement=True)
+    user_id: Mapped[str | None] = mapped_column(String(255))
+    project_id: Mapped[str | None] = mapped_column(String(255))
+    uuid: Mapped[str] = mapped_column(String(36), nullable=False)
+    name: Mapped[str | None] = mapped_column(String(255))
+
+
+class InstanceGroupMember(Base, TimestampMixin):
+    """A member instance (by uuid) of a server group."""
+
+    __tablename__ = 'instance_group_member'
+    __table_args__ = (
+        Index('instance_group_member_instance_idx', 'instance_uuid'),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True,
+                                    autoincrement=True)
+    instance_uuid: Mapped[str | None] = mapped_column(String(255))
+    group_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey('instance_groups.id'), nullable=False)
+
+
+class InstanceGroupPolicy(Base, TimestampMixin):
+    """A server group's policy (``affinity``, ``anti-affinity``,
+    ``soft-affinity``, ``soft-anti-affinity``) and its JSON ``rules``."""
+
+    __tablename__ = 'instance_group_policy'
+    __table_args__ = (
+        Index('instance_group_policy_policy_idx', 'policy'),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True,
+                                    autoincrement=True)
+    policy: Mapped[str | None] = mapped_column(String(255))
+    group_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey('instance_groups.id'), nullable=False)
+    rules: Mapped[str | None] = mapped_column(Text)
