@@ -9,7 +9,6 @@ from oslo_utils import timeutils
 
 from scheduler import exception
 from scheduler import host_manager
-from scheduler.conf import CONF
 from scheduler.db import api as db
 from scheduler.objects import aggregate as aggregate_obj
 from scheduler.objects import cell_mapping
@@ -18,23 +17,11 @@ from scheduler.objects import request_spec
 
 
 @pytest.fixture
-def override():
-    """``override(name, value, group=None)``, cleared after the test."""
-    done = []
-
-    def _set(name, value, group=None):
-        CONF.set_override(name, value, group)
-        done.append((name, group))
-    yield _set
-    for name, group in done:
-        CONF.clear_override(name, group)
-
-
-@pytest.fixture
-def ctx(tmp_path, override):
-    override('enabled_filters', ['ComputeFilter', 'AvailabilityZoneFilter'],
-             'filter_scheduler')
-    override('weight_classes', [], 'filter_scheduler')
+def ctx(tmp_path, conf):
+    conf.set_override('enabled_filters',
+                      ['ComputeFilter', 'AvailabilityZoneFilter'],
+                      'filter_scheduler')
+    conf.set_override('weight_classes', [], 'filter_scheduler')
     return seed.use_database('sqlite:///%s' % (tmp_path / 'hm.sqlite'))
 
 
@@ -79,10 +66,10 @@ def test_resources_and_units(ctx):
     assert state.supported_instances == [['x86_64', 'kvm', 'hvm']]
 
 
-def test_allocation_ratios_row_then_config_then_default(ctx, override):
+def test_allocation_ratios_row_then_config_then_default(ctx, conf):
     seed.add_compute(ctx, 'h1', cpu_allocation_ratio=4.0,
                      ram_allocation_ratio=0.0)
-    override('ram_allocation_ratio', 2.0)
+    conf.set_override('ram_allocation_ratio', 2.0)
     state = host_manager.HostManager(ctx).get_all_host_states(ctx)[0]
     assert state.cpu_allocation_ratio == 4.0
     assert state.ram_allocation_ratio == 2.0
@@ -197,8 +184,8 @@ def test_sync_mismatch_rereads_the_database(ctx):
     assert (set(info['instances']), info['updated']) == ({real}, False)
 
 
-def test_tracking_off_reads_the_database_every_time(ctx, override):
-    override('track_instance_changes', False, 'filter_scheduler')
+def test_tracking_off_reads_the_database_every_time(ctx, conf):
+    conf.set_override('track_instance_changes', False, 'filter_scheduler')
     seed.add_compute(ctx, 'h1')
     manager = host_manager.HostManager(ctx)
     assert manager._instance_info == {}
@@ -275,8 +262,8 @@ def test_down_host_is_kept_until_compute_filter(ctx):
     assert _filtered(manager, states) == []
 
 
-def test_unknown_filter_fails_at_start(ctx, override):
-    override('enabled_filters', ['ComputeFilter', 'NoSuchFilter',
+def test_unknown_filter_fails_at_start(ctx, conf):
+    conf.set_override('enabled_filters', ['ComputeFilter', 'NoSuchFilter',
                                  'AlsoMissing'], 'filter_scheduler')
     with pytest.raises(exception.SchedulerHostFilterNotFound) as err:
         host_manager.HostManager(ctx)

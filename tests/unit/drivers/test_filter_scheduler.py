@@ -1,0 +1,207 @@
+"""FilterScheduler against a real SQLite database (reference 2.2, 2.4)."""
+
+import collections
+import uuid
+
+import oslo_messaging as messaging
+import pytest
+import seed
+
+from scheduler import exception
+from scheduler import rpc
+from scheduler.conf import CONF
+from scheduler.drivers import filter_scheduler
+from scheduler.objects import instance_group as group_obj
+from scheduler.objects import request_spec
+
+
+@pytest.fixture
+def ctx(tmp_path, conf):
+    conf.set_override('enabled_filters', [
+        'RamFilter', 'ComputeFilter', 'ServerGroupAntiAffinityFilter',
+        'ServerGroupAffinityFilter', 'RetryFilter'], group='filter_scheduler')
+    conf.set_override('weight_classes', ['RAMWeigher'],
+                      group='filter_scheduler')
+    return seed.use_database('sqlite:///%s' % (tmp_path / 'fs.sqlite'))
+
+
+def _hosts(ctx, *memory):
+    for i, mem in enumerate(memory):
+        seed.add_compute(ctx, 'host%d' % i, memory_mb=mem)
+
+
+def _driver(ctx, notifier=None):
+    return filter_scheduler.FilterScheduler(ctx, notifier=notifier)
+
+
+def _chosen(selections):
+    return [picks[0].service_host for picks in selections]
+
+
+def test_best_host_wins_and_is_consumed(ctx):
+    _hosts(ctx, 2048, 4096, 3072)
+    driver = _driver(ctx)
+    spec = seed.make_spec(num_instances=3, memory_mb=1024)
+    # 4096 -> 3072 left ties host2's 3072: the stable sort keeps host1
+    # (lower id) first; then host2 (3072) beats host1 (2048).
+    assert _chosen(driver.select_destinations(ctx, spec)) == [
+        'host1', 'host1', 'host2']
+
+
+def test_not_enough_hosts_raises_and_releases(ctx):
+    _hosts(ctx, 2048)
+    driver = _driver(ctx)
+    with pytest.raises(exception.NoValidHost) as err:
+        driver.select_destinations(
+            ctx, seed.make_spec(num_instances=5, memory_mb=1024))
+    assert 'There are not enough hosts available.' in str(err.value)
+    state = driver.host_manager.get_all_host_states(ctx)[0]
+    assert state.free_ram_mb == 2048  # the virtual consumption was dropped
+
+
+def test_instance_uuids_set_the_count(ctx):
+    _hosts(ctx, 8192)
+    uuids = [str(uuid.uuid4()) for _ in range(4)]
+    result = _driver(ctx).select_destinations(ctx, seed.make_spec(), uuids)
+    assert len(result) == 4
+
+
+def test_host_subset_size_is_seeded_and_bounded(ctx, conf):
+    _hosts(ctx, 8192, 8000, 7900, 1000)
+    conf.set_override('host_subset_size', 3, group='filter_scheduler')
+    conf.set_override('random_seed', 42, group='scheduler')
+    runs = []
+    for _ in range(2):
+        driver = _driver(ctx)
+        picks = [_chosen(driver.select_destinations(
+            ctx, seed.make_spec(memory_mb=1)))[0] for _ in range(30)]
+        runs.append(picks)
+        for state in driver.host_manager.get_all_host_states(ctx):
+            state.updated = None  # forget the consumption between runs
+    assert runs[0] == runs[1]  # same seed, same placements
+    assert set(runs[0]) <= {'host0', 'host1', 'host2'}
+    assert len(set(runs[0])) > 1
+
+
+def test_shuffle_best_same_weighed_hosts(ctx, conf):
+    _hosts(ctx, 4096, 4096, 4096, 1024)
+    conf.set_override('shuffle_best_same_weighed_hosts', True,
+                      group='filter_scheduler')
+    conf.set_override('random_seed', 7, group='scheduler')
+    driver = _driver(ctx)
+    counts = collections.Counter()
+    for _ in range(30):
+        counts[_chosen(driver.select_destinations(
+            ctx, seed.make_spec(memory_mb=1)))[0]] += 1
+        for state in driver.host_manager.get_all_host_states(ctx):
+            state.updated = None
+    assert set(counts) == {'host0', 'host1', 'host2'}
+
+
+def test_alternates_exclude_chosen_and_respect_max_attempts(ctx, conf):
+    _hosts(ctx, 1024, 2048, 3072, 4096, 5120)
+    conf.set_override('max_attempts', 4, group='scheduler')
+    result = _driver(ctx).select_destinations(
+        ctx, seed.make_spec(num_instances=2, memory_mb=512),
+        return_alternates=True)
+    chosen = _chosen(result)
+    assert chosen == ['host4', 'host4']  # 4608 still beats host3's 4096
+    for picks in result:
+        assert [p.service_host for p in picks[1:]] == [
+            'host3', 'host2', 'host1']
+
+
+def test_no_alternates_unless_asked(ctx):
+    _hosts(ctx, 1024, 2048)
+    result = _driver(ctx).select_destinations(ctx, seed.make_spec())
+    assert [len(picks) for picks in result] == [1]
+
+
+def test_anti_affinity_spreads_a_multi_instance_request(ctx):
+    _hosts(ctx, 4096, 4096, 4096)
+    group = group_obj.InstanceGroup(uuid=str(uuid.uuid4()),
+                                    policies=['anti-affinity'], members=[],
+                                    hosts=[])
+    spec = seed.make_spec(num_instances=3, instance_group=group)
+    assert sorted(_chosen(_driver(ctx).select_destinations(ctx, spec))) == [
+        'host0', 'host1', 'host2']
+    assert sorted(group.hosts) == ['host0', 'host1', 'host2']
+
+
+def test_anti_affinity_cannot_fit_more_than_hosts(ctx):
+    _hosts(ctx, 4096, 4096)
+    group = group_obj.InstanceGroup(uuid=str(uuid.uuid4()),
+                                    policies=['anti-affinity'], members=[],
+                                    hosts=[])
+    spec = seed.make_spec(num_instances=3, instance_group=group)
+    with pytest.raises(exception.NoValidHost):
+        _driver(ctx).select_destinations(ctx, spec)
+
+
+def test_affinity_keeps_the_group_together(ctx):
+    _hosts(ctx, 4096, 8192)
+    group = group_obj.InstanceGroup(uuid=str(uuid.uuid4()),
+                                    policies=['affinity'], members=[],
+                                    hosts=[])
+    spec = seed.make_spec(num_instances=3, memory_mb=2048,
+                          instance_group=group)
+    assert _chosen(_driver(ctx).select_destinations(ctx, spec)) == [
+        'host1'] * 3
+
+
+def test_retry_filter_skips_tried_hosts(ctx):
+    _hosts(ctx, 4096, 8192)
+    retry = request_spec.SchedulerRetries.from_dict(
+        {'num_attempts': 1, 'hosts': [['host1', 'host1']]})
+    spec = seed.make_spec(retry=retry)
+    assert _chosen(_driver(ctx).select_destinations(ctx, spec)) == ['host0']
+
+
+def test_forced_host_skips_filters_but_not_weighing(ctx):
+    _hosts(ctx, 1024, 2048)
+    spec = seed.make_spec(memory_mb=100000, force_hosts=['HOST0'])
+    assert _chosen(_driver(ctx).select_destinations(ctx, spec)) == ['host0']
+
+
+def test_limits_written_by_filters(ctx):
+    _hosts(ctx, 4096)
+    picks = _driver(ctx).select_destinations(ctx, seed.make_spec())[0]
+    assert picks[0].limits.to_dict() == {'memory_mb': 6144}
+
+
+def test_notifications_start_and_end(ctx):
+    _hosts(ctx, 4096)
+    transport = messaging.get_notification_transport(CONF, url='fake://')
+    notifier = messaging.Notifier(transport, publisher_id='scheduler.test',
+                                  driver='test')
+    from oslo_messaging.notify import _impl_test
+    _impl_test.reset()
+    spec = seed.make_spec()
+    _driver(ctx, notifier).select_destinations(ctx, spec)
+    events = [(n[1]['event_type'], n[1]['payload'])
+              for n in _impl_test.NOTIFICATIONS]
+    assert [e[0] for e in events] == ['scheduler.select_destinations.start',
+                                      'scheduler.select_destinations.end']
+    payload = events[0][1]['request_spec']
+    assert payload['num_instances'] == 1
+    assert payload['instance_properties']['uuid'] == spec.instance_uuid
+    _impl_test.reset()
+
+
+def test_no_end_notification_on_no_valid_host(ctx):
+    transport = messaging.get_notification_transport(CONF, url='fake://')
+    notifier = messaging.Notifier(transport, publisher_id='scheduler.test',
+                                  driver='test')
+    from oslo_messaging.notify import _impl_test
+    _impl_test.reset()
+    with pytest.raises(exception.NoValidHost):
+        _driver(ctx, notifier).select_destinations(ctx, seed.make_spec())
+    assert [n[1]['event_type'] for n in _impl_test.NOTIFICATIONS] == [
+        'scheduler.select_destinations.start']
+    _impl_test.reset()
+
+
+def test_rpc_notifier_publisher_id():
+    transport = messaging.get_notification_transport(CONF, url='fake://')
+    assert rpc.get_notifier(transport, 'sched-7').publisher_id == \
+        'scheduler.sched-7'
