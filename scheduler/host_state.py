@@ -15,6 +15,7 @@ compute node reports again.
 
 import json
 import threading
+import uuid
 
 from oslo_log import log as logging
 from oslo_utils import timeutils
@@ -60,7 +61,9 @@ class HostState:
         self.host = host
         self.nodename = nodename
         self.cell_uuid = cell_uuid
-        self.uuid = None
+        # compute_nodes.uuid; a stable uuid5 of (host, node) when NULL.
+        self.uuid = str(uuid.uuid5(uuid.NAMESPACE_URL, 'compute-node:%s:%s'
+                                   % (host, nodename)))
         self.compute_id = None
         self.generation = 0
         self._lock = threading.RLock()

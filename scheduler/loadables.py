@@ -13,6 +13,7 @@ name, so an operator's Nova configuration works unchanged.
 """
 
 import functools
+import inspect
 
 import stevedore
 from oslo_log import log as logging
@@ -66,14 +67,19 @@ def _resolve_one(path, namespace, base_class):
     try:
         obj = importutils.import_class(path)
     except (ImportError, ValueError, AttributeError) as exc:
-        raise exception.ClassNotFound(class_name=path, exception=exc)
+        raise exception.ClassNotFound(class_name=path,
+                                      exception=exc) from exc
     if isinstance(obj, type) and issubclass(obj, base_class):
         return [obj]
-    if callable(obj) and not isinstance(obj, type):
-        return list(obj())
+    if inspect.isfunction(obj):
+        classes = list(obj())
+        if all(isinstance(c, type) and issubclass(c, base_class)
+               for c in classes):
+            return classes
     raise exception.ClassNotFound(
         class_name=path,
-        exception='not a %s or a function' % base_class.__name__)
+        exception='not a %s class, nor a function returning such classes'
+                  % base_class.__name__)
 
 
 def _resolve_nova_path(path, namespace, registered):

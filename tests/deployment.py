@@ -115,10 +115,10 @@ class Deployment:
             self._check_alive()
             try:
                 return client.call(self.ctx, 'ping', arg='ready')
-            except messaging.MessagingTimeout:
+            except messaging.MessagingTimeout as exc:
                 if time.monotonic() > deadline:
                     raise RuntimeError('scheduler did not answer in %ds:\n%s'
-                                       % (READY_TIMEOUT, self.log()))
+                                       % (READY_TIMEOUT, self.log())) from exc
 
     def _check_alive(self):
         if self._process is not None and self._process.poll() is not None:

@@ -1,4 +1,5 @@
-"""Options of the ``[scheduler]``, ``[filter_scheduler]`` and ``[metrics]`` groups.
+"""Options of the ``[scheduler]``, ``[filter_scheduler]`` and ``[metrics]``
+groups.
 
 Names, types and defaults are Nova's Ocata (15.0.0) ones
 (``nova/conf/scheduler.py``); the Newton ``[DEFAULT]`` names stay accepted
@@ -36,7 +37,7 @@ NEWTON_DEFAULT_FILTERS = [
 
 
 def _old(name):
-    """The Newton ``[DEFAULT]`` spelling of an option, as a deprecated alias."""
+    """The Newton ``[DEFAULT]`` name of an option, as a deprecated alias."""
     return [cfg.DeprecatedOpt(name, group='DEFAULT')]
 
 

@@ -56,7 +56,11 @@ class ImageMetaProps(base.SchedulerObject):
         Unknown properties are ignored, as in Nova.
         """
         props = cls()
-        for key, value in (image_props or {}).items():
+        image_props = image_props or {}
+        # Legacy names first, so that a current name always wins (Nova).
+        ordered = sorted(image_props.items(),
+                         key=lambda item: item[0] not in LEGACY_PROPERTY_NAMES)
+        for key, value in ordered:
             name = LEGACY_PROPERTY_NAMES.get(key, key)
             if name in cls.fields and value is not None:
                 setattr(props, name, value)

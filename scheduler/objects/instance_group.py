@@ -33,7 +33,7 @@ class InstanceGroup(base.TimestampedObject, base.SchedulerObject):
 
     @property
     def policy_name(self):
-        """The group's policy (``affinity``, ``anti-affinity``, ...) or None."""
+        """The group's policy (``affinity``, ``anti-affinity``...) or None."""
         policy = self.obj_get('policy')
         if policy:
             return policy

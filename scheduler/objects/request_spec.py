@@ -17,6 +17,8 @@ from scheduler.objects import compute_node
 from scheduler.objects import flavor as flavor_obj
 from scheduler.objects import image_meta
 from scheduler.objects import instance_group as group_obj
+from scheduler.objects import numa
+from scheduler.objects import pci
 
 # Nova's database integers are 32-bit: nothing larger can be a real size.
 MAX_INT = 2 ** 31 - 1
@@ -253,6 +255,10 @@ class RequestSpec(base.SchedulerObject):
         props = request_spec.get('instance_properties') or {}
         if props.get('uuid'):
             spec.instance_uuid = props['uuid']
+        spec.numa_topology = _object_or_none(
+            props.get('numa_topology'), numa.InstanceNUMATopology)
+        spec.pci_requests = _object_or_none(
+            props.get('pci_requests'), pci.InstancePCIRequests)
         spec.project_id = props.get('project_id')
         spec.availability_zone = props.get('availability_zone')
         flavor = (request_spec.get('instance_type') or
@@ -290,7 +296,8 @@ class RequestSpec(base.SchedulerObject):
         props = {'project_id': self.get('project_id'),
                  'availability_zone': self.get('availability_zone'),
                  'uuid': self.obj_get('instance_uuid'),
-                 'numa_topology': None, 'pci_requests': None}
+                 'numa_topology': self.get('numa_topology'),
+                 'pci_requests': self.get('pci_requests')}
         if self.obj_attr_is_set('flavor'):
             for name in ('root_gb', 'ephemeral_gb', 'memory_mb', 'vcpus'):
                 props[name] = self.flavor.obj_get(name)
@@ -310,7 +317,8 @@ class RequestSpec(base.SchedulerObject):
         if group is not None:
             props['group_updated'] = True
             props['group_hosts'] = group.host_list()
-            props['group_policies'] = [group.policy_name]
+            props['group_policies'] = (
+                [group.policy_name] if group.policy_name else [])
             props['group_members'] = list(group.obj_get('members') or [])
         hints = self.get('scheduler_hints')
         if hints:
@@ -328,6 +336,12 @@ def _check_range(name, value, low, high):
         raise exception.InvalidRequestSpec(
             reason='%s must be between %d and %d, not %d'
                    % (name, low, high, value))
+
+
+def _object_or_none(value, cls):
+    """``value`` when it is a ``cls`` object (the RPC serializer already
+    turned its primitive into one), else None."""
+    return value if isinstance(value, cls) else None
 
 
 def _flavor_from_dict(values):

@@ -19,9 +19,10 @@ from oslo_utils import timeutils
 from scheduler import host_state as host_state_module
 from scheduler.objects import aggregate as aggregate_obj
 from scheduler.objects import flavor as flavor_obj
-from scheduler.objects import image_meta, request_spec
+from scheduler.objects import image_meta
 from scheduler.objects import instance as instance_obj
 from scheduler.objects import instance_group as group_obj
+from scheduler.objects import request_spec
 
 _FLAVOR_KWARGS = ('vcpus', 'memory_mb', 'root_gb', 'ephemeral_gb', 'swap',
                   'extra_specs', 'name')
@@ -115,3 +116,32 @@ def fake_instances(*uuids):
     """A ``host_state.instances`` dict: uuid -> Instance."""
     return {instance_uuid: instance_obj.Instance(uuid=instance_uuid)
             for instance_uuid in uuids}
+
+
+def fake_metrics(values, source='libvirt.LibvirtDriver'):
+    """A ``host_state.metrics`` list as the ``compute_nodes.metrics``
+    JSON holds it: ``values`` maps metric names to stored values
+    (``*.percent`` ones as fractions, as Nova stores them)."""
+    return [{'name': name, 'value': value, 'source': source,
+             'timestamp': '2016-01-01T00:00:00.000000'}
+            for name, value in values.items()]
+
+
+class conf_overrides:
+    """``with conf_overrides(group, name=value, ...):`` overrides options
+    of ``group`` inside the block (for hypothesis tests, which cannot use
+    the function-scoped ``conf`` fixture)."""
+
+    def __init__(self, group, **values):
+        self.group = group
+        self.values = values
+
+    def __enter__(self):
+        from scheduler.conf import CONF
+        for name, value in self.values.items():
+            CONF.set_override(name, value, self.group)
+
+    def __exit__(self, *exc_info):
+        from scheduler.conf import CONF
+        for name in self.values:
+            CONF.clear_override(name, self.group)

@@ -6,7 +6,8 @@ import fakes
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scheduler.filters import core_filter, utils
+from scheduler.filters import core_filter
+from scheduler.filters import utils
 
 
 def _host(total, used, ratio=1.0):

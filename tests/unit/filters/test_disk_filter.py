@@ -4,7 +4,8 @@ import fakes
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scheduler.filters import disk_filter, utils
+from scheduler.filters import disk_filter
+from scheduler.filters import utils
 
 
 def _host(total_gb, free_mb, ratio=1.0):

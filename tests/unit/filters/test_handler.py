@@ -3,7 +3,8 @@
 import fakes
 import pytest
 
-from scheduler import exception, filters
+from scheduler import exception
+from scheduler import filters
 from scheduler.conf import scheduler as scheduler_opts
 
 

@@ -5,7 +5,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scheduler import filters
-from scheduler.filters import ram_filter, utils
+from scheduler.filters import ram_filter
+from scheduler.filters import utils
 
 
 def _host(total, free, ratio=1.0):

@@ -5,8 +5,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scheduler import exception, weights
-from scheduler.weights import cpu, disk, io_ops, ram
+from scheduler import exception
+from scheduler import weights
+from scheduler.weights import cpu
+from scheduler.weights import disk
+from scheduler.weights import io_ops
+from scheduler.weights import ram
 
 
 def _approx(values):

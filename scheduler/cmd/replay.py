@@ -1,0 +1,72 @@
+"""``scheduler-replay``: drive the scheduler with a public VM trace.
+
+``scheduler-replay`` with no option replays the shipped Azure slice on a
+generated fleet against a scheduler service embedded in this process and
+prints a table of figures.  The scheduler's own settings come from the
+usual ``--config-file``; the replay's options (``--trace``, ``--limit``,
+``--fleet``, ``--hosts``, ``--host-shape``, ``--seed``, ``--speed``,
+``--output``, ``--plot``, ``--placements``, ``--transport-url``,
+``--database-connection``, ``--seed-only``, ``--no-seed``, ...) parse
+with it; see ``scheduler.replay`` and ``scheduler-replay --help``.
+
+Against separately started services::
+
+    scheduler-replay --seed-only --database-connection URL [fleet options]
+    scheduler-service --config-file scheduler.conf     # same database
+    scheduler-replay --no-seed --transport-url rabbit://... \\
+        --database-connection URL --placements out.csv
+
+Exit status: 0 on success, 2 when the replay could not run.
+"""
+
+import sys
+
+from oslo_service import backend
+
+backend.init_backend(backend.BackendType.THREADING)
+
+from oslo_log import log as logging  # noqa: E402
+
+from scheduler import config  # noqa: E402
+from scheduler.conf import CONF  # noqa: E402
+from scheduler.replay import agent  # noqa: E402
+from scheduler.replay import fleet  # noqa: E402
+from scheduler.replay import metrics  # noqa: E402
+from scheduler.replay import runner  # noqa: E402
+from scheduler.replay import trace  # noqa: E402
+
+# The progress bar and the table are the output: the service's and the
+# transport's INFO lines would only interleave with them.
+QUIET_LOG_LEVELS = ['scheduler=WARNING', 'kombu=ERROR', 'amqp=WARNING',
+                    'oslo.messaging=WARNING', 'oslo_messaging=WARNING']
+
+EXPECTED_ERRORS = (runner.ReplayError, fleet.FleetError, trace.TraceError,
+                   agent.AgentError, OSError)
+
+
+def _parse(argv):
+    runner.register_opts(CONF)
+    logging.set_defaults(default_log_levels=(
+        logging.get_default_log_levels() + QUIET_LOG_LEVELS))
+    config.parse_args(sys.argv[1:] if argv is None else argv)
+
+
+def main(argv=None):
+    """Parse ``argv`` (default ``sys.argv[1:]``), seed and/or replay,
+    print the figures; return the exit status."""
+    _parse(argv)
+    try:
+        settings = runner.Settings(CONF)
+        result = runner.run(settings)
+    except EXPECTED_ERRORS as exc:
+        print('scheduler-replay: error: %s' % exc, file=sys.stderr)
+        return 2
+    if settings.seed_only:
+        print('Seeded %d compute node(s).' % result['seeded_nodes'])
+        return 0
+    metrics.print_table(result)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

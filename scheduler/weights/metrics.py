@@ -1,0 +1,61 @@
+"""MetricsWeigher: weigh hosts by the monitor metrics they report.
+
+Follows Nova's MetricsWeigher (Icehouse onwards; reference 5.2, 6.2).
+"""
+
+from scheduler import exception
+from scheduler import metrics
+from scheduler import weights
+from scheduler.conf import CONF
+from scheduler.filters import utils as filter_utils
+
+# Aggregate metadata key overriding ``[metrics] weight_multiplier``.
+AGGREGATE_MULTIPLIER_KEY = 'metrics_weight_multiplier'
+
+
+class MetricsWeigher(weights.BaseHostWeigher):
+    """Raw weight: ``sum(value * ratio)`` over the ``name=ratio`` pairs of
+    ``[metrics] weight_setting`` (default empty, so every host weighs 0
+    and the weigher has no effect).
+
+    Units are the metrics' own (``*.percent`` in percent, see
+    ``scheduler.metrics``); a name listed twice counts with both ratios.
+    When a host lacks a listed metric (or reports it with no numeric
+    value):
+
+    * ``[metrics] required`` (default True): raise
+      ``ComputeHostMetricNotFound``; enable the MetricsFilter to drop such
+      hosts beforehand;
+    * otherwise the host's raw weight is ``[metrics] weight_of_unavailable``
+      (default -10000.0), unless that metric's ``ratio * multiplier`` is 0
+      for the host, in which case the metric is skipped (Nova's rule).
+
+    No class bounds.  The multiplier is ``[metrics] weight_multiplier``
+    (1.0), overridable per aggregate with ``metrics_weight_multiplier``
+    (the minimum over the host's aggregates, as Nova since Stein).  The
+    setting is read on every call, so a changed option applies at once.
+    """
+
+    def weight_multiplier(self, host_state):
+        return filter_utils.aggregate_min_value(
+            host_state, AGGREGATE_MULTIPLIER_KEY,
+            CONF.metrics.weight_multiplier, cast_to=float)
+
+    def _weigh_object(self, host_state, weight_properties):
+        values = metrics.host_metrics(host_state)
+        total = 0.0
+        for name, ratio in metrics.configured_weight_setting():
+            value = values.get(name)
+            if value is not None:
+                total += value * ratio
+            elif self._missing_metric_decides(host_state, name, ratio):
+                return CONF.metrics.weight_of_unavailable
+        return total
+
+    def _missing_metric_decides(self, host_state, name, ratio):
+        """Whether a missing metric makes the host weigh
+        ``weight_of_unavailable``; raises when metrics are required."""
+        if CONF.metrics.required:
+            raise exception.ComputeHostMetricNotFound(
+                name=name, host=host_state.host, node=host_state.nodename)
+        return ratio * self.weight_multiplier(host_state) != 0

@@ -1,0 +1,22 @@
+"""NumInstancesWeigher: weigh hosts by how many instances they run.
+
+Follows Nova's NumInstancesWeigher (2023.2 onwards; reference 5.2, 6.3).
+"""
+
+from scheduler import weights
+
+
+class NumInstancesWeigher(weights.BaseHostWeigher):
+    """Raw weight: ``num_instances`` (the compute node's instance count,
+    plus the instances placed on it during this request).
+
+    Multiplier ``[filter_scheduler] num_instances_weight_multiplier``
+    (default 0.0: no effect), overridable per aggregate with the key of
+    the same name.  Positive packs instances onto busy hosts, negative
+    spreads them.  No class bounds.
+    """
+
+    multiplier_option = 'num_instances_weight_multiplier'
+
+    def _weigh_object(self, host_state, weight_properties):
+        return host_state.num_instances
