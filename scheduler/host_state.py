@@ -20,6 +20,7 @@ import uuid
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
+from scheduler import numa
 from scheduler.conf import CONF
 
 LOG = logging.getLogger(__name__)
@@ -172,7 +173,8 @@ class HostState:
         """Virtually take the request's resources (Nova 3.3).
 
         RAM in MiB and root + ephemeral disk are subtracted (not swap, as
-        Nova), vCPUs, instance and I/O counters are incremented, and
+        Nova), vCPUs, instance and I/O counters are incremented, the NUMA
+        cells and PCI pools the request fits are used (never raising), and
         ``updated`` is set to now so the next refresh keeps the
         consumption until the compute node reports.
         """
@@ -183,6 +185,7 @@ class HostState:
             self.vcpus_used += flavor.vcpus
             self.num_instances += 1
             self.num_io_ops += 1
+            numa.consume_numa_and_pci(self, spec_obj)
             self.updated = timeutils.utcnow()
 
     # -- derived values --------------------------------------------------

@@ -9,9 +9,11 @@ import collections
 from scheduler.conf import compute
 from scheduler.conf import database
 from scheduler.conf import scheduler
+from scheduler.conf import trusted_computing
 from scheduler.conf import upgrade_levels
 
-_MODULES = (compute, database, scheduler, upgrade_levels)
+_MODULES = (compute, database, scheduler, trusted_computing,
+                upgrade_levels)
 
 
 def list_opts():

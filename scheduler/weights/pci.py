@@ -3,41 +3,31 @@
 Follows Nova's PCIWeigher (Pike onwards; reference 5.2, 6.3).
 """
 
+from oslo_log import log as logging
+
+from scheduler import pci as device_pools
 from scheduler import weights
+
+LOG = logging.getLogger(__name__)
 
 # Hosts with this many free devices or more all weigh the same: only
 # scarcity matters, not the difference between 500 and 2000 devices.
 MAX_DEVS = 100
 
 
-def pci_pools(pci_stats):
-    """The pool dicts of a ``compute_nodes.pci_stats`` value.
-
-    Accepts None, a list of pool dicts (``{vendor_id, product_id,
-    numa_node, count, ...}``) or a PciDevicePoolList primitive
-    (``{'nova_object.data': {'objects': [pool primitives]}}``, what Nova
-    stores); anything else holds no pool.
-    """
-    if isinstance(pci_stats, dict):
-        pci_stats = (pci_stats.get('nova_object.data') or {}).get('objects')
-    if not isinstance(pci_stats, list):
-        return []
-    pools = (pool.get('nova_object.data', pool) for pool in pci_stats
-             if isinstance(pool, dict))
-    return [pool for pool in pools if isinstance(pool, dict)]
-
-
-def _pool_count(pool):
-    try:
-        return max(int(pool.get('count') or 0), 0)
-    except (TypeError, ValueError):
-        return 0
-
-
 def free_pci_devices(host_state):
     """The number of free PCI devices of the host: the sum of its pools'
-    ``count`` (a malformed or negative count counts as 0)."""
-    return sum(_pool_count(pool) for pool in pci_pools(host_state.pci_stats))
+    ``count``.  ``pci_stats`` is parsed by ``scheduler.pci.parse_pools``
+    (None, a legacy pool list or a PciDevicePoolList primitive); a
+    malformed value counts as no device rather than failing the request.
+    """
+    try:
+        pools = device_pools.parse_pools(host_state.pci_stats)
+    except device_pools.InvalidPciPools as exc:
+        LOG.warning('Ignoring the PCI pools of %(host)s: %(error)s',
+                    {'host': host_state, 'error': exc})
+        return 0
+    return sum(pool.count for pool in pools)
 
 
 class PCIWeigher(weights.BaseHostWeigher):

@@ -138,11 +138,11 @@ def test_nova_weigher_path_maps_to_the_same_name():
 
 
 def test_nova_path_of_a_missing_plug_in_is_not_found():
-    path = 'nova.scheduler.filters.trusted_filter.TrustedFilter'
+    path = 'nova.scheduler.filters.legacy_filter.NoSuchLegacyFilter'
     with pytest.raises(exception.ClassNotFound) as info:
         _resolve_filters(path)
     assert path in str(info.value)
-    assert 'TrustedFilter' in str(info.value)
+    assert 'NoSuchLegacyFilter' in str(info.value)
 
 
 # -- errors -------------------------------------------------------------------

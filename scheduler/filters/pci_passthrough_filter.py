@@ -1,0 +1,51 @@
+"""PciPassthroughFilter: keep hosts whose PCI pools can serve the request.
+
+Follows Nova's PciPassthroughFilter (reference 4.1 #35, 4.2):
+
+* the request has no PCI requests (``spec_obj.pci_requests`` unset, None
+  or an empty ``requests`` list) -> pass;
+* the host has no PCI pools (``host_state.pci_stats`` None: the
+  ``compute_nodes.pci_stats`` column is NULL) -> fail;
+* otherwise pass when ``scheduler.pci.support_requests(pools, requests)``
+  holds: every request finds ``count`` free devices in the pools matching
+  one of its specs (``vendor_id``/``product_id``/tags; module
+  ``scheduler.pci``), requests served in order.
+
+No NUMA restriction is applied here (as Nova): NUMA affinity of the
+devices is checked by the NUMATopologyFilter, which fits PCI requests
+together with the instance's NUMA cells.  A host whose pools cannot be
+read fails, with a warning.  No options; no limits are written.
+"""
+
+from oslo_log import log as logging
+
+from scheduler import filters
+from scheduler import pci
+
+LOG = logging.getLogger(__name__)
+
+
+class PciPassthroughFilter(filters.BaseHostFilter):
+    """Pass hosts that have the PCI devices the request asks for."""
+
+    RUN_ON_REBUILD = False
+
+    def host_passes(self, host_state, spec_obj):
+        requests = pci.request_list(spec_obj.obj_get('pci_requests'))
+        if not requests:
+            return True
+        if host_state.pci_stats is None:
+            LOG.debug('%(host_state)s has no PCI devices',
+                      {'host_state': host_state})
+            return False
+        try:
+            supported = pci.support_requests(host_state.pci_stats, requests)
+        except pci.InvalidPciPools as exc:
+            LOG.warning('%(host_state)s: unreadable PCI pools: %(error)s',
+                        {'host_state': host_state, 'error': exc})
+            return False
+        if not supported:
+            LOG.debug('%(host_state)s does not have the PCI devices '
+                      'required by %(requests)s',
+                      {'host_state': host_state, 'requests': requests})
+        return supported
