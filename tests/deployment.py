@@ -48,7 +48,7 @@ class Deployment:
         self.mode = mode
         self.transport_url = transport_url
         self.workdir = workdir
-        self.options = dict(SCHEDULER_OPTIONS, **(options or {}))
+        self.options = {**SCHEDULER_OPTIONS, **(options or {})}
         self.ctx = seed.use_database(db_url)
         self.transport = rpc.get_transport(CONF, url=transport_url)
         self.api = rpcapi.SchedulerAPI(self.transport, timeout=CALL_TIMEOUT)
@@ -133,18 +133,27 @@ class Deployment:
             return f.read()[-5000:]
 
     def stop(self):
+        """Stop the service; return the process exit status (0 for an
+        in-process service or a clean shutdown on SIGTERM)."""
+        status = 0
         if self._service is not None:
             self._service.stop()
+            self._service = None
         if self._process is not None:
             self._process.terminate()
             try:
-                self._process.wait(timeout=30)
+                status = self._process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self._process.kill()
-                self._process.wait()
+                status = self._process.wait()
+            self._process = None
         for name, group in self._overridden:
             CONF.clear_override(name, group)
-        self.transport.cleanup()
+        self._overridden = []
+        if self.transport is not None:
+            self.transport.cleanup()
+            self.transport = None
+        return status
 
     # -- helpers for tests -------------------------------------------------
 

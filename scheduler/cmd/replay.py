@@ -38,6 +38,7 @@ from scheduler.replay import trace  # noqa: E402
 # The progress bar and the table are the output: the service's and the
 # transport's INFO lines would only interleave with them.
 QUIET_LOG_LEVELS = ['scheduler=WARNING', 'kombu=ERROR', 'amqp=WARNING',
+                    'alembic=WARNING', 'matplotlib=WARNING',
                     'oslo.messaging=WARNING', 'oslo_messaging=WARNING']
 
 EXPECTED_ERRORS = (runner.ReplayError, fleet.FleetError, trace.TraceError,

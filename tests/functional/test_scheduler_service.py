@@ -205,3 +205,10 @@ def test_bad_casts_are_dropped_and_service_goes_on(deploy):
     client.cast(dep.ctx, 'no_such_method')
     assert dep.api.select_destinations(dep.ctx, seed.make_spec())[0][
         'host'] == 'host3'
+
+
+def test_service_stops_cleanly(deploy):
+    dep = deploy(_four_hosts)
+    assert dep.api.select_destinations(dep.ctx, seed.make_spec())
+    # SIGTERM for the scheduler-service process: a clean exit, status 0.
+    assert dep.stop() == 0

@@ -1,0 +1,216 @@
+#!/bin/bash
+# Prepare a machine to run the test suite.  Idempotent; run from anywhere.
+#
+# 1. Installs the server packages from bindep.txt ("test platform:dpkg"
+#    entries: RabbitMQ, PostgreSQL, MariaDB) with apt-get, if any of the
+#    server binaries is missing.  Needs root (or password-less sudo) only
+#    in that case.  The system-wide services are NOT used by the tests and
+#    are kept stopped: the pytest fixtures start private servers on
+#    127.0.0.1 in temporary directories.
+# 2. Installs this repository editable with its test extra
+#    (python3 -m pip install -e '.[test]'), unless that is already done for
+#    the current pyproject.toml.  SCHEDULER_SKIP_PIP_INSTALL=1 skips this
+#    step (tox does its own install).
+set -euo pipefail
+
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$REPO_ROOT"
+PYTHON=${PYTHON:-python3}
+
+log() { echo "test-setup: $*" >&2; }
+
+have_rabbitmq() {
+    [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] ||
+        compgen -G '/usr/lib/rabbitmq/lib/rabbitmq_server-*/sbin/rabbitmq-server' >/dev/null
+}
+
+have_postgresql() {
+    compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null
+}
+
+have_mariadb() {
+    { command -v mariadbd || command -v mysqld ||
+          [ -x /usr/sbin/mariadbd ] || [ -x /usr/sbin/mysqld ]; } >/dev/null &&
+        { command -v mariadb-install-db || command -v mysql_install_db; } >/dev/null
+}
+
+# Package names from bindep.txt: lines whose [profile platform] list
+# contains "test" and "platform:dpkg" (or has no brackets at all).
+bindep_packages() {
+    sed -e 's/#.*//' bindep.txt | awk '
+        NF == 0 { next }
+        {
+            if (match($0, /\[[^]]*\]/)) {
+                tags = substr($0, RSTART + 1, RLENGTH - 2)
+                n = split(tags, t, /[ \t]+/)
+                test = 0; dpkg = 0
+                for (i = 1; i <= n; i++) {
+                    if (t[i] == "test") test = 1
+                    if (t[i] == "platform:dpkg") dpkg = 1
+                }
+                if (test && dpkg) print $1
+            } else {
+                print $1
+            }
+        }'
+}
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then
+        "$@"
+    elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+        sudo -n "$@"
+    else
+        log "need root to run: $*"
+        log "re-run this script as root (or install: $(bindep_packages | tr '\n' ' '))"
+        exit 1
+    fi
+}
+
+# Stop system-wide services the packages may have started anyway (only
+# called right after we installed them), so nothing holds 5672/5432/3306.
+# Targeted: only services whose own pid file / cluster says they run.
+stop_system_services() {
+    local systemd=0
+    if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+        systemd=1
+    fi
+    if command -v pg_lsclusters >/dev/null; then
+        pg_lsclusters --no-header 2>/dev/null | while read -r ver name _port status _rest; do
+            case "$status" in
+                online*)
+                    log "stopping system PostgreSQL cluster $ver/$name"
+                    as_root pg_ctlcluster "$ver" "$name" stop || true ;;
+            esac
+        done
+    fi
+    local svc pidfile
+    for svc in rabbitmq-server:/run/rabbitmq/pid mariadb:/run/mysqld/mysqld.pid; do
+        pidfile=${svc#*:}
+        svc=${svc%%:*}
+        if [ "$systemd" = 1 ]; then
+            if systemctl is-active --quiet "$svc"; then
+                log "stopping system service $svc"
+                as_root systemctl stop "$svc" || true
+            fi
+        elif [ -s "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+            log "stopping system service $svc"
+            as_root service "$svc" stop || true
+        fi
+    done
+}
+
+install_packages() {
+    local pkgs
+    pkgs=$(bindep_packages | tr '\n' ' ')
+    if ! command -v apt-get >/dev/null; then
+        log "apt-get not found; install these packages by hand: $pkgs"
+        exit 1
+    fi
+    log "installing: $pkgs"
+    # Keep the package scripts from starting the system services: a
+    # policy-rc.d that denies everything (honoured by invoke-rc.d and
+    # deb-systemd-invoke), for the duration of the install only.
+    local policy=/usr/sbin/policy-rc.d saved=""
+    if [ -e "$policy" ]; then
+        saved=$(mktemp)
+        as_root cp -p "$policy" "$saved"
+    fi
+    as_root sh -c "printf '#!/bin/sh\nexit 101\n' > $policy && chmod 755 $policy"
+    local rc=0
+    {
+        as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q &&
+            as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+                --no-install-recommends $pkgs
+    } || rc=$?
+    if [ -n "$saved" ]; then
+        as_root cp -p "$saved" "$policy"
+        as_root rm -f "$saved"
+    else
+        as_root rm -f "$policy"
+    fi
+    [ "$rc" -eq 0 ] || { log "apt-get failed ($rc)"; exit "$rc"; }
+    stop_system_services
+}
+
+if have_rabbitmq && have_postgresql && have_mariadb; then
+    log "RabbitMQ, PostgreSQL and MariaDB are installed"
+else
+    install_packages
+    if ! { have_rabbitmq && have_postgresql && have_mariadb; }; then
+        log "server binaries still missing after installing packages"
+        exit 1
+    fi
+fi
+
+# --- Python side -----------------------------------------------------------
+
+if [ "${SCHEDULER_SKIP_PIP_INSTALL:-0}" = 1 ]; then
+    exit 0
+fi
+
+# Exit 0 if this repo is installed editable, with metadata built from the
+# current pyproject.toml (stamp in the dist-info) and all its
+# requirements, test extra included, satisfied.  Exit 1 otherwise.
+install_is_current() {
+    (cd / && "$PYTHON" - "$REPO_ROOT" <<'PY'
+import hashlib, importlib.metadata as md, json, os, sys
+repo = sys.argv[1]
+try:
+    from packaging.requirements import Requirement
+except ImportError:
+    from pip._vendor.packaging.requirements import Requirement
+try:
+    dist = md.distribution("scheduler")
+    url = json.loads(dist.read_text("direct_url.json") or "{}")
+    if url.get("url") != "file://" + repo or not url.get(
+            "dir_info", {}).get("editable"):
+        sys.exit(1)
+    with open(os.path.join(repo, "pyproject.toml"), "rb") as f:
+        want = hashlib.sha256(f.read()).hexdigest()
+    if (dist.read_text("SCHEDULER_TEST_SETUP") or "").strip() != want:
+        sys.exit(1)
+    for line in dist.requires or []:
+        req = Requirement(line)
+        if req.marker and not req.marker.evaluate({"extra": "test"}):
+            continue
+        have = md.version(req.name)
+        if not req.specifier.contains(have, prereleases=True):
+            sys.exit(1)
+except (md.PackageNotFoundError, OSError, ValueError):
+    sys.exit(1)
+PY
+    )
+}
+
+write_stamp() {
+    (cd / && "$PYTHON" - "$REPO_ROOT" <<'PY'
+import hashlib, importlib.metadata as md, os, sys
+repo = sys.argv[1]
+path = getattr(md.distribution("scheduler"), "_path", None)
+if path is not None:
+    with open(os.path.join(repo, "pyproject.toml"), "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    with open(os.path.join(str(path), "SCHEDULER_TEST_SETUP"), "w") as f:
+        f.write(digest + "\n")
+PY
+    ) || true
+}
+
+if install_is_current; then
+    log "python package and test requirements are up to date"
+    exit 0
+fi
+
+pip_args=(install -q --disable-pip-version-check --no-input -e ".[test]")
+# A distribution Python (PEP 668 "externally managed") outside a venv
+# refuses pip installs; this is a throwaway test machine, so override.
+if "$PYTHON" -c 'import sys, sysconfig, os
+sys.exit(0 if sys.prefix == sys.base_prefix and os.path.exists(
+    os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")) else 1)'
+then
+    pip_args+=(--break-system-packages)
+fi
+log "$PYTHON -m pip ${pip_args[*]}"
+PIP_ROOT_USER_ACTION=ignore "$PYTHON" -m pip "${pip_args[@]}"
+write_stamp
