@@ -21,19 +21,15 @@ Exit status: 0 on success, 2 when the replay could not run.
 
 import sys
 
-from oslo_service import backend
+from oslo_log import log as logging
 
-backend.init_backend(backend.BackendType.THREADING)
-
-from oslo_log import log as logging  # noqa: E402
-
-from scheduler import config  # noqa: E402
-from scheduler.conf import CONF  # noqa: E402
-from scheduler.replay import agent  # noqa: E402
-from scheduler.replay import fleet  # noqa: E402
-from scheduler.replay import metrics  # noqa: E402
-from scheduler.replay import runner  # noqa: E402
-from scheduler.replay import trace  # noqa: E402
+from scheduler import config
+from scheduler.conf import CONF
+from scheduler.replay import agent
+from scheduler.replay import fleet
+from scheduler.replay import metrics
+from scheduler.replay import runner
+from scheduler.replay import trace
 
 # The progress bar and the table are the output: the service's and the
 # transport's INFO lines would only interleave with them.

@@ -7,16 +7,12 @@ one), under oslo.service's native-threading launcher.
 
 import sys
 
-from oslo_service import backend
+from oslo_log import log as logging
+from oslo_service import service as os_service
 
-backend.init_backend(backend.BackendType.THREADING)
-
-from oslo_log import log as logging  # noqa: E402
-from oslo_service import service as os_service  # noqa: E402
-
-from scheduler import config  # noqa: E402
-from scheduler import service  # noqa: E402
-from scheduler.conf import CONF  # noqa: E402
+from scheduler import config
+from scheduler import service
+from scheduler.conf import CONF
 
 LOG = logging.getLogger(__name__)
 
