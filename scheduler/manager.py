@@ -10,6 +10,7 @@ changes any state, and the server keeps serving.
 import functools
 
 import oslo_messaging as messaging
+from oslo_db import exception as db_exc
 from oslo_log import log as logging
 from oslo_utils import uuidutils
 
@@ -63,7 +64,8 @@ class SchedulerManager:
         return self.driver.host_manager
 
     @messaging.expected_exceptions(exception.NoValidHost,
-                                   exception.Invalid)
+                                   exception.Invalid,
+                                   exception.DatabaseUnavailable)
     def select_destinations(self, ctxt, request_spec=None,
                             filter_properties=None, spec_obj=_SENTINEL,
                             instance_uuids=None, return_objects=False,
@@ -76,15 +78,21 @@ class SchedulerManager:
         instance, or with ``return_objects`` a list of lists of Selection,
         one per instance (chosen host first, then up to ``max_attempts - 1``
         alternates when ``return_alternates``).  Raises NoValidHost, or
-        InvalidRequestSpec for a malformed request.
+        InvalidRequestSpec for a malformed request, DatabaseUnavailable when
+        the database cannot be read (nothing is consumed then).
         """
         if spec_obj is _SENTINEL:
             spec_obj = request_spec_obj.RequestSpec.from_primitives(
                 ctxt, request_spec, filter_properties)
         spec_obj = self._checked_spec(spec_obj, instance_uuids)
         return_alternates = bool(return_alternates and return_objects)
-        selections = self.driver.select_destinations(
-            ctxt, spec_obj, instance_uuids, return_alternates)
+        try:
+            selections = self.driver.select_destinations(
+                ctxt, spec_obj, instance_uuids, return_alternates)
+        except db_exc.DBError as exc:
+            LOG.error('Database error while scheduling: %s', exc)
+            raise exception.DatabaseUnavailable(
+                reason=type(exc).__name__) from exc
         if return_objects:
             return selections
         return [picks[0].to_dict() for picks in selections]

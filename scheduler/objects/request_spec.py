@@ -345,7 +345,10 @@ def _object_or_none(value, cls):
 
 
 def _flavor_from_dict(values):
-    """A Flavor from a legacy dict, ignoring keys that are not fields."""
+    """A Flavor from a legacy dict (ignoring keys that are not fields) or
+    from a Flavor primitive still in its ``nova_object`` envelope."""
+    if flavor_obj.Flavor._obj_primitive_key('name') in values:
+        return flavor_obj.Flavor.obj_from_primitive(values)
     flavor = flavor_obj.Flavor()
     for key, value in values.items():
         if key in flavor_obj.Flavor.fields and value is not None:

@@ -1,0 +1,82 @@
+"""SchedulerManager on a real SQLite database: the endpoint's own rules."""
+
+import oslo_messaging as messaging
+import pytest
+import seed
+import sqlalchemy as sa
+
+from scheduler import exception
+from scheduler import manager
+from scheduler.db import api as db
+
+
+def _raises(cls, func, *args, **kwargs):
+    """Call the endpoint as the RPC dispatcher would: expected exceptions
+    come wrapped in ExpectedException; return the original one."""
+    with pytest.raises(messaging.ExpectedException) as info:
+        func(*args, **kwargs)
+    original = info.value.exc_info[1]
+    assert isinstance(original, cls)
+    return original
+
+
+@pytest.fixture
+def endpoint(tmp_path):
+    ctx = seed.use_database('sqlite:///%s' % (tmp_path / 'm.sqlite'))
+    seed.add_compute(ctx, 'h1')
+    return ctx, manager.SchedulerManager(ctx)
+
+
+def test_legacy_dicts_and_objects_give_the_same_answer(endpoint):
+    ctx, mgr = endpoint
+    spec = seed.make_spec()
+    legacy = mgr.select_destinations(
+        ctx, request_spec=spec.to_legacy_request_spec_dict(),
+        filter_properties=spec.to_legacy_filter_properties_dict())
+    assert legacy[0]['host'] == 'h1'
+    objects = mgr.select_destinations(ctx, spec_obj=seed.make_spec(),
+                                      return_objects=True)
+    assert objects[0][0].service_host == 'h1'
+
+
+def test_spec_obj_must_be_a_request_spec(endpoint):
+    ctx, mgr = endpoint
+    _raises(exception.InvalidRequestSpec, mgr.select_destinations, ctx,
+            spec_obj={'flavor': 1})
+
+
+@pytest.mark.parametrize('uuids', ['abc', [1, 2], ['not-a-uuid']])
+def test_instance_uuids_must_be_uuids(endpoint, uuids):
+    ctx, mgr = endpoint
+    _raises(exception.InvalidRequestSpec, mgr.select_destinations, ctx,
+            spec_obj=seed.make_spec(), instance_uuids=uuids)
+
+
+def test_database_error_is_a_specific_error_and_consumes_nothing(endpoint):
+    ctx, mgr = endpoint
+    with db.get_engine().begin() as conn:
+        conn.execute(sa.text('ALTER TABLE services RENAME TO services_off'))
+    err = _raises(exception.DatabaseUnavailable, mgr.select_destinations,
+                  ctx, spec_obj=seed.make_spec())
+    assert 'database is unavailable' in str(err)
+    with db.get_engine().begin() as conn:
+        conn.execute(sa.text('ALTER TABLE services_off RENAME TO services'))
+    state = mgr.host_manager.get_all_host_states(ctx)[0]
+    assert state.free_ram_mb == 16384
+    assert mgr.select_destinations(ctx, spec_obj=seed.make_spec())
+
+
+def test_bad_casts_are_dropped(endpoint, caplog):
+    ctx, mgr = endpoint
+    mgr.update_aggregates(ctx, aggregates=['x'])
+    mgr.delete_aggregate(ctx, aggregate=None)
+    mgr.update_instance_info(ctx, host_name=None, instance_info=[])
+    mgr.delete_instance_info(ctx, host_name='h1', instance_uuid='nope')
+    mgr.sync_instance_info(ctx, host_name='h1', instance_uuids='x')
+    assert caplog.text.count('Dropping') == 5
+    assert mgr.select_destinations(ctx, spec_obj=seed.make_spec())
+
+
+def test_ping():
+    assert manager.BaseRPCAPI().ping(None, arg='x') == {
+        'service': 'scheduler', 'arg': 'x'}
