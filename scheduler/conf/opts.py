@@ -8,11 +8,12 @@ import collections
 
 from scheduler.conf import compute
 from scheduler.conf import database
+from scheduler.conf import moves
 from scheduler.conf import scheduler
 from scheduler.conf import trusted_computing
 from scheduler.conf import upgrade_levels
 
-_MODULES = (compute, database, scheduler, trusted_computing,
+_MODULES = (compute, database, moves, scheduler, trusted_computing,
                 upgrade_levels)
 
 
