@@ -93,6 +93,15 @@ class ComputeHostNotFound(NotFound):
     msg_fmt = 'Compute host %(host)s could not be found.'
 
 
+class MigrationPreCheckError(SchedulerException):
+    """A requested live-migration destination fails a pre-check (down,
+    disabled, not enough memory or disk); see ``scheduler.live_migration``.
+    """
+
+    msg_fmt = 'Migration pre-check error: %(reason)s'
+    code = 400
+
+
 class UnsupportedPolicyException(Invalid):
     msg_fmt = 'ServerGroup policy is not supported: %(reason)s'
 

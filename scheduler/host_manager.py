@@ -15,7 +15,9 @@ It follows Nova's Newton/Ocata HostManager on the "all compute nodes" path
   database (in one query for all such hosts, where Nova made one per host);
 * ``get_filtered_hosts`` applies ``requested_destination``,
   ``ignore_hosts``, ``force_hosts`` and ``force_nodes`` before the filters
-  (reference 3.6); ``get_weighed_hosts`` ranks hosts with the weighers.
+  (reference 3.6), removing the source host of a move after
+  ``requested_destination`` (``scheduler.moves``); ``get_weighed_hosts``
+  ranks hosts with the weighers.
 
 Every public method is thread-safe: the RPC server runs requests and casts
 on a pool of threads.
@@ -27,6 +29,7 @@ import threading
 from oslo_log import log as logging
 
 from scheduler import filters
+from scheduler import moves
 from scheduler import weights
 from scheduler.conf import CONF
 from scheduler.db import api as db
@@ -254,9 +257,11 @@ class HostManager:
 
         Forced hosts or nodes skip the filters (unless the request is a
         rebuild check); an ignored, forced-away or non-requested host is
-        never returned.
+        never returned.  The source host of a move (resize, migration,
+        evacuation) is removed first by ``moves.exclude_source``.
         """
         hosts = _apply_requested_destination(hosts, spec_obj)
+        hosts = moves.exclude_source(hosts, spec_obj)
         hosts, forced = _apply_ignore_and_force(hosts, spec_obj)
         if forced and not spec_obj.get_scheduler_hint('_nova_check_type'):
             return hosts

@@ -65,7 +65,8 @@ class SchedulerManager:
 
     @messaging.expected_exceptions(exception.NoValidHost,
                                    exception.Invalid,
-                                   exception.DatabaseUnavailable)
+                                   exception.DatabaseUnavailable,
+                                   exception.ComputeHostNotFound)
     def select_destinations(self, ctxt, request_spec=None,
                             filter_properties=None, spec_obj=_SENTINEL,
                             instance_uuids=None, return_objects=False,

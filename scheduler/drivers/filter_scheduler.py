@@ -14,6 +14,10 @@ Per instance of a request (Nova's loop, reference 2.2 and 2.4):
 When fewer hosts than instances were found, the chosen hosts are reset to
 be re-read from the database (dropping their virtual consumption) and
 NoValidHost("There are not enough hosts available.") is raised.
+A live migration to a requested destination is pre-checked first
+(``scheduler.live_migration``): an unknown host raises
+ComputeHostNotFound, a down, disabled or too small one NoValidHost with
+the reason.
 Alternates (Queens): each instance's list is completed with other hosts in
 weight order, not selected for this request, up to ``max_attempts`` hosts
 in all.  Decisions of one process are serialised by the host manager's
@@ -23,6 +27,7 @@ lock, so concurrent requests never consume the same capacity twice here.
 from oslo_log import log as logging
 
 from scheduler import exception
+from scheduler import live_migration
 from scheduler import notifications
 from scheduler.conf import CONF
 from scheduler.drivers import base
@@ -56,6 +61,7 @@ class FilterScheduler(base.Scheduler):
     def _schedule(self, context, spec_obj, instance_uuids,
                   return_alternates):
         hosts = self.host_manager.get_all_host_states(context)
+        live_migration.check_requested_destination(hosts, spec_obj)
         num = self.num_instances(spec_obj, instance_uuids)
         selected = []
         for index in range(num):

@@ -1,0 +1,180 @@
+"""Moves of an existing instance: which request is one, and its source.
+
+Nova's conductor calls ``select_destinations`` for a resize, a cold or
+live migration and an evacuation with the RequestSpec of the instance
+being moved (reference 1.5).  Nova's callers keep the instance off its
+current host by putting that host in ``ignore_hosts``; this module gives
+the scheduler the same rule for callers that do not (issue 4), so that the
+decision does not depend on every caller getting it right.
+
+What is a move
+    * the scheduler hint ``_nova_check_type`` is one of ``resize``,
+      ``migrate``, ``live_migrate`` or ``evacuate``.  Nova itself only ever
+      sends ``rebuild`` in that hint; the four move values are this
+      service's documented extension;
+    * or, without such a hint, ``spec_obj.instance_uuid`` is already among
+      the ``instances`` of some HostState: the instance exists, so the
+      request moves it (Nova's conductor sends the spec of the existing
+      instance for every move; a new instance is on no host yet).  Such a
+      move is treated as a resize, the most common one, whose rule is the
+      most permissive (see below).
+
+The source
+    The host (and node) whose ``HostState.instances`` holds the instance's
+    uuid.  The hint ``_nova_source_host`` (``host`` or ``host:node``)
+    overrides the lookup, for callers whose instances the scheduler does
+    not see (no instance rows, or instance tracking out of date).
+
+Source exclusion (``exclude_source``, run by
+``HostManager.get_filtered_hosts`` after ``requested_destination`` and
+before ``ignore_hosts`` / ``force_*`` and the filters)
+    * ``migrate``, ``live_migrate``, ``evacuate``: every node of the source
+      host is removed, as Nova's conductor does with ``ignore_hosts``.  Nova
+      also lets a cold migration stay when ``allow_resize_to_same_host`` is
+      set (only for drivers able to do so); this service does not;
+    * ``resize``: removed unless ``[DEFAULT] allow_resize_to_same_host`` is
+      True (Nova's option and default, False);
+    * ``rebuild``: never removed; Nova keeps a rebuild on its host with
+      ``force_hosts`` / ``force_nodes``;
+    * a move found only from the instance's host (no hint) follows the
+      resize rule, and is left alone when ``force_hosts`` or
+      ``force_nodes`` is set (the caller pinned the placement itself, as
+      an Ocata rebuild does without a hint);
+    * a plain boot (no hint, instance on no host) is unchanged.
+
+Host names are compared case-insensitively, as ``ignore_hosts``.  As in
+Queens, a request that carries any ``_nova_check_type`` hint runs the
+filters even on forced hosts (``HostManager.get_filtered_hosts``), so a
+forced move with a hint is filtered; Nova never calls the scheduler for a
+forced live migration or evacuation.  When the
+source host stays allowed, ServerGroupAntiAffinityFilter lets the instance
+stay next to itself (Nova quirk 17, ``affinity_filter``).
+"""
+
+from oslo_log import log as logging
+
+from scheduler.conf import CONF
+
+LOG = logging.getLogger(__name__)
+
+CHECK_TYPE_HINT = '_nova_check_type'
+SOURCE_HOST_HINT = '_nova_source_host'
+
+RESIZE = 'resize'
+MIGRATE = 'migrate'
+LIVE_MIGRATE = 'live_migrate'
+EVACUATE = 'evacuate'
+REBUILD = 'rebuild'
+
+MOVE_TYPES = (RESIZE, MIGRATE, LIVE_MIGRATE, EVACUATE)
+
+
+def move_type(spec_obj):
+    """The move named by the ``_nova_check_type`` hint, else None.
+
+    Returns one of ``MOVE_TYPES`` (``resize``, ``migrate``,
+    ``live_migrate``, ``evacuate``).  ``rebuild`` (the only value Nova
+    sends) and any other value are not moves and give None, as does a
+    request without the hint.  A move that is only known from the
+    instance's current host is not reported here (see ``exclude_source``).
+    """
+    value = spec_obj.get_scheduler_hint(CHECK_TYPE_HINT)
+    if isinstance(value, str) and value in MOVE_TYPES:
+        return value
+    return None
+
+
+def _instance_uuid(spec_obj):
+    getter = getattr(spec_obj, 'obj_get', None)
+    if getter is not None:
+        return getter('instance_uuid')
+    return getattr(spec_obj, 'instance_uuid', None)
+
+
+def _source_from_hint(spec_obj):
+    value = spec_obj.get_scheduler_hint(SOURCE_HOST_HINT)
+    if not value or not isinstance(value, str):
+        return None
+    host, _sep, node = value.strip().partition(':')
+    if not host:
+        return None
+    return host, node or None
+
+
+def _instance_node(instance):
+    getter = getattr(instance, 'obj_get', None)
+    if getter is not None:
+        return getter('node')
+    if isinstance(instance, dict):
+        return instance.get('node')
+    return None
+
+
+def find_source(host_states, spec_obj):
+    """The instance's current ``(host, node)``, or None.
+
+    ``host_states`` is an iterable of HostState.  The hint
+    ``_nova_source_host`` (``host`` or ``host:node``; node None when not
+    given) wins; otherwise the first HostState whose ``instances`` (keys:
+    instance uuids) holds ``spec_obj.instance_uuid`` gives the host, and
+    the node is the instance's ``node`` when it records one, else that
+    HostState's nodename.  A request without an instance uuid, or whose
+    instance is on none of ``host_states``, has no source (None).
+    """
+    hinted = _source_from_hint(spec_obj)
+    if hinted is not None:
+        return hinted
+    uuid = _instance_uuid(spec_obj)
+    if not uuid:
+        return None
+    for state in host_states:
+        instances = state.instances or {}
+        if uuid in instances:
+            node = _instance_node(instances[uuid]) or state.nodename
+            return state.host, node
+    return None
+
+
+def _excludes_source(kind, spec_obj):
+    """Whether a move of ``kind`` leaves its source host (see module)."""
+    if kind == RESIZE:
+        return not CONF.allow_resize_to_same_host
+    return kind in MOVE_TYPES
+
+
+def exclude_source(host_states, spec_obj):
+    """``host_states`` without the source host of a move, as a new list.
+
+    Follows the rules of the module docstring: Nova's conductor puts the
+    source in ``ignore_hosts`` for migrations and evacuations, and for a
+    resize unless ``allow_resize_to_same_host``.  Every node of the source
+    host goes (host names compared case-insensitively, as
+    ``ignore_hosts``).  Returns the hosts unchanged (as a list) for a boot,
+    a rebuild, a move whose source is unknown, and a resize allowed to
+    stay.
+    """
+    host_states = list(host_states)
+    check_type = spec_obj.get_scheduler_hint(CHECK_TYPE_HINT)
+    if check_type == REBUILD:
+        return host_states
+    kind = move_type(spec_obj)
+    source = find_source(host_states, spec_obj)
+    if source is None:
+        if kind is not None:
+            LOG.debug('The %s of instance %s has no known source host; no '
+                      'host is excluded', kind, _instance_uuid(spec_obj))
+        return host_states
+    if kind is None:
+        if spec_obj.get('force_hosts') or spec_obj.get('force_nodes'):
+            return host_states
+        kind = RESIZE
+    if not _excludes_source(kind, spec_obj):
+        LOG.debug('The %s of instance %s may stay on its host %s', kind,
+                  _instance_uuid(spec_obj), source[0])
+        return host_states
+    source_host = source[0].lower()
+    result = [s for s in host_states if s.host.lower() != source_host]
+    LOG.debug('Excluding source host %s from the %s of instance %s (%d '
+              'node(s) removed)', source[0], kind, _instance_uuid(spec_obj),
+              len(host_states) - len(result))
+    return result
