@@ -244,10 +244,10 @@ def aggregate_members(hosts):
             wanted.append((AZ_AGGREGATE_PREFIX + spec.availability_zone,
                            {'availability_zone': spec.availability_zone}))
         for name, metadata in wanted:
-            entry = members.setdefault(name, (metadata, []))
-            if spec.host not in entry[1]:
-                entry[1].append(spec.host)
-    return members
+            # dict keys keep first-seen order and make membership O(1).
+            members.setdefault(name, (metadata, {}))[1][spec.host] = None
+    return {name: (metadata, list(hosts))
+            for name, (metadata, hosts) in members.items()}
 
 
 def seed_fleet(ctx, hosts):

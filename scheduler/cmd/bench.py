@@ -1,0 +1,236 @@
+"""``scheduler-bench``: measure the scheduler against the issue's targets.
+
+``scheduler-bench`` with no option measures 1,000 and 10,000 hosts,
+in-process then end-to-end (starting a private RabbitMQ and PostgreSQL on
+127.0.0.1), and prints a table of measured / target figures.  Options
+(parsed with the usual ``--config-file``; see ``scheduler-bench --help``):
+
+``--hosts 1000,10000``      fleet sizes
+``--instances 1,10``        instances per request (multi-instance
+                            requests ask for alternates)
+``--requests N``            measured single-instance requests per size
+                            (multi-instance: N / instances, at least 1)
+``--warmup N``              requests before measuring
+``--mode inprocess|endtoend|all``
+``--output FILE.json``      one JSON object per (mode, hosts, instances)
+``--smoke``                 50 hosts, 30 requests, in-process plus
+                            end-to-end when servers can be had
+``--transport-url URL``     use this broker instead of starting one
+``--database-connection URL``  use this (empty) database instead of a
+                            private PostgreSQL
+``--time-budget SECONDS``   cap of each phase (0: none)
+``--profile-dir DIR``       cProfile one in-process decision per size
+``--callers N``, ``--update-rounds N``, ``--seed N``, ``--noprogress``
+
+Exit status: 0 when the benchmark ran (whether or not targets are met),
+2 when it could not run.
+"""
+
+import os
+import platform
+import sys
+import time
+
+from oslo_config import cfg
+from oslo_config import types
+from oslo_log import log as logging
+
+from scheduler import bench
+from scheduler import config
+from scheduler.bench import endtoend
+from scheduler.bench import inprocess
+from scheduler.bench import report
+from scheduler.bench import servers
+from scheduler.bench import workload
+from scheduler.conf import CONF
+
+SMOKE = {'hosts': [50], 'requests': 30, 'warmup': 3, 'update_rounds': 2,
+         'time_budget_s': 30.0, 'server_timeout': 60.0}
+
+BENCH_OPTS = [
+    cfg.ListOpt('hosts', dest='bench_hosts', item_type=types.Integer(min=1),
+                default=[1000, 10000], metavar='N,N',
+                help='Fleet sizes to measure, comma-separated.'),
+    cfg.ListOpt('instances', dest='bench_instances',
+                item_type=types.Integer(min=1, max=100), default=[1, 10],
+                metavar='N,N',
+                help='Instances per request, comma-separated.'),
+    cfg.IntOpt('requests', dest='bench_requests', default=200, min=1,
+               metavar='N',
+               help='Measured single-instance requests per fleet size '
+                    '(multi-instance: N / instances, at least 1).'),
+    cfg.IntOpt('warmup', dest='bench_warmup', default=20, min=0,
+               metavar='N', help='Requests before measuring.'),
+    cfg.StrOpt('mode', dest='bench_mode', default='all', metavar='MODE',
+               choices=('inprocess', 'endtoend', 'all'),
+               help='In-process (driver on a warm HostManager), '
+                    'end-to-end (scheduler-service over RabbitMQ and '
+                    'PostgreSQL) or both.'),
+    cfg.StrOpt('output', dest='bench_output', metavar='FILE.json',
+               help='Write one JSON object per (mode, hosts, instances) '
+                    'to this file, one per line.'),
+    cfg.BoolOpt('smoke', dest='bench_smoke', default=False,
+                help='Quick check: 50 hosts, a few requests; end-to-end '
+                     'only when servers are given or can be started.'),
+    cfg.StrOpt('transport-url', dest='bench_transport_url', secret=True,
+               metavar='URL',
+               help='End-to-end: use this broker (a vhost no Nova uses) '
+                    'instead of starting a private RabbitMQ.'),
+    cfg.StrOpt('database-connection', dest='bench_database_connection',
+               secret=True, metavar='URL',
+               help='End-to-end: use this database, which must hold no '
+                    'compute node, instead of a private PostgreSQL.'),
+    cfg.IntOpt('seed', dest='bench_seed', default=0, metavar='N',
+               help='Seed of the fleet, the requests and the '
+                    'scheduler\'s random source.'),
+    cfg.IntOpt('update-rounds', dest='bench_update_rounds', default=20,
+               min=0, metavar='N',
+               help='Rounds of the node update cost measurement (0: '
+                    'skip it).'),
+    cfg.IntOpt('callers', dest='bench_callers', default=1, min=1,
+               metavar='N',
+               help='End-to-end: concurrent sequential callers.'),
+    cfg.FloatOpt('time-budget', dest='bench_time_budget', default=300.0,
+                 min=0.0, metavar='SECONDS',
+                 help='Stop each phase after this many seconds (once a '
+                      'few requests are measured); 0: no limit.'),
+    cfg.IntOpt('call-timeout', dest='bench_call_timeout', default=300,
+               min=1, metavar='SECONDS',
+               help='End-to-end: seconds to wait for each answer.'),
+    cfg.FloatOpt('server-timeout', dest='bench_server_timeout',
+                 default=120.0, min=1.0, metavar='SECONDS',
+                 help='Seconds to wait for RabbitMQ, PostgreSQL and the '
+                      'scheduler service to start.'),
+    cfg.StrOpt('profile-dir', dest='bench_profile_dir', metavar='DIR',
+               help='Profile one extra in-process decision per fleet size '
+                    'with cProfile: DIR/inprocess-<N>.pstats and the top '
+                    'entries by cumulative time in DIR/inprocess-<N>.txt.'),
+    cfg.BoolOpt('progress', dest='bench_progress', default=True,
+                help='Show progress bars (--noprogress to hide them).'),
+]
+
+EXPECTED_ERRORS = (bench.BenchError, servers.ServerError,
+                   workload.WorkloadError, OSError)
+
+
+def register_opts(conf=CONF):
+    """Register the benchmark's command-line options on ``conf`` (once)."""
+    missing = [opt for opt in BENCH_OPTS if opt.dest not in conf]
+    if missing:
+        conf.register_cli_opts(missing)
+
+
+def settings_from(conf=CONF):
+    """A ``bench.Settings`` from the parsed options."""
+    modes = (bench.MODES if conf.bench_mode == 'all'
+             else (conf.bench_mode,))
+    settings = bench.Settings(
+        hosts=list(conf.bench_hosts), instances=list(conf.bench_instances),
+        requests=conf.bench_requests, warmup=conf.bench_warmup,
+        modes=modes, output=conf.bench_output, seed=conf.bench_seed,
+        transport_url=conf.bench_transport_url,
+        database_connection=conf.bench_database_connection,
+        update_rounds=conf.bench_update_rounds,
+        callers=conf.bench_callers,
+        time_budget_s=conf.bench_time_budget or None,
+        call_timeout=conf.bench_call_timeout,
+        server_timeout=conf.bench_server_timeout,
+        smoke=conf.bench_smoke, profile_dir=conf.bench_profile_dir,
+        progress=conf.bench_progress)
+    if settings.smoke:
+        for name, value in SMOKE.items():
+            setattr(settings, name, value)
+        settings.endtoend_optional = conf.bench_mode == 'all'
+    if not settings.hosts or not settings.instances:
+        raise bench.BenchError('--hosts and --instances need a value')
+    return settings
+
+
+def _parse(argv):
+    register_opts(CONF)
+    logging.set_defaults(default_log_levels=(
+        logging.get_default_log_levels() + bench.QUIET_LOG_LEVELS))
+    config.parse_args(sys.argv[1:] if argv is None else argv)
+
+
+def _servers_needed(settings):
+    """``(rabbitmq, postgresql)``: the servers to start, or None when the
+    end-to-end mode is skipped.  Raises BenchError when it cannot run."""
+    rabbit = not settings.transport_url
+    postgres = not settings.database_connection
+    missing = [name for name, needed, available in (
+        ('RabbitMQ', rabbit, servers.rabbitmq_available),
+        ('PostgreSQL', postgres, servers.postgresql_available))
+        if needed and not available()]
+    if not missing:
+        return rabbit, postgres
+    if settings.endtoend_optional:
+        print('scheduler-bench: end-to-end skipped: %s not installed and '
+              'no URL given' % ' and '.join(missing), file=sys.stderr)
+        return None
+    raise bench.BenchError('end-to-end needs %s: install it or pass '
+                           '--transport-url / --database-connection'
+                           % ' and '.join(missing))
+
+
+def run(settings, out):
+    """Run the modes; return ``(rows, wall times in s by phase)``."""
+    rows, walls = [], {}
+
+    def emit(row):
+        rows.append(row)
+        out.write(row)
+
+    needed = None
+    if bench.ENDTOEND in settings.modes:
+        needed = _servers_needed(settings)
+    if bench.INPROCESS in settings.modes:
+        bench.apply_scheduler_options(CONF)
+        for hosts in settings.hosts:
+            started = time.monotonic()
+            inprocess.run(hosts, settings, emit)
+            walls['%s %d' % (bench.INPROCESS, hosts)] = (
+                time.monotonic() - started)
+    if needed is not None:
+        started = time.monotonic()
+        with servers.LocalServers(*needed,
+                                  timeout_s=settings.server_timeout) as local:
+            walls['servers start'] = time.monotonic() - started
+            transport_url = settings.transport_url or local.rabbit_url
+            for hosts in settings.hosts:
+                started = time.monotonic()
+                endtoend.run(hosts, settings, transport_url,
+                             local.postgresql_url, emit)
+                walls['%s %d' % (bench.ENDTOEND, hosts)] = (
+                    time.monotonic() - started)
+    return rows, walls
+
+
+def main(argv=None):
+    """Parse ``argv`` (default ``sys.argv[1:]``), run, print the table;
+    return the exit status."""
+    _parse(argv)
+    started = time.monotonic()
+    try:
+        settings = settings_from(CONF)
+        with report.JsonLines(settings.output) as out:
+            rows, walls = run(settings, out)
+    except EXPECTED_ERRORS as exc:
+        print('scheduler-bench: error: %s' % exc, file=sys.stderr)
+        return 2
+    cpus = len(os.sched_getaffinity(0)) if hasattr(
+        os, 'sched_getaffinity') else os.cpu_count()
+    print('Python %s on %d CPU(s); seed %d; wall time %.1f s (%s)' % (
+        platform.python_version(), cpus, settings.seed,
+        time.monotonic() - started,
+        ', '.join('%s: %.1f s' % item for item in walls.items())))
+    report.print_table(rows)
+    if settings.output:
+        print('Wrote %d row(s) to %s' % (len(rows), settings.output))
+    if settings.profile_dir:
+        print('Profiles of one decision in %s' % settings.profile_dir)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
