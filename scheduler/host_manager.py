@@ -286,7 +286,8 @@ def _apply_requested_destination(hosts, spec_obj):
     cell = dest.obj_get('cell')
     if cell is not None and cell.obj_get('uuid') != \
             cell_mapping.SINGLE_CELL_UUID:
-        LOG.info('Requested cell %s is not served here', cell.uuid)
+        LOG.info('Requested cell %s is not served here',
+                 cell.obj_get('uuid'))
         return []
     result = [h for h in hosts if _matches_destination(h, dest)]
     LOG.info('Requested destination %s:%s matched %d node(s)',

@@ -63,6 +63,7 @@ class SchedulerManager:
     def host_manager(self):
         return self.driver.host_manager
 
+    @messaging.expose
     @messaging.expected_exceptions(exception.NoValidHost,
                                    exception.Invalid,
                                    exception.DatabaseUnavailable,
@@ -70,7 +71,7 @@ class SchedulerManager:
     def select_destinations(self, ctxt, request_spec=None,
                             filter_properties=None, spec_obj=_SENTINEL,
                             instance_uuids=None, return_objects=False,
-                            return_alternates=False):
+                            return_alternates=False, **unknown):
         """Choose hosts for the instances of a request.
 
         ``spec_obj`` (4.3+) is a RequestSpec; without it the legacy
@@ -82,6 +83,9 @@ class SchedulerManager:
         InvalidRequestSpec for a malformed request, DatabaseUnavailable when
         the database cannot be read (nothing is consumed then).
         """
+        if unknown:
+            raise exception.InvalidRequestSpec(
+                reason='unknown arguments: %s' % ', '.join(sorted(unknown)))
         if spec_obj is _SENTINEL:
             spec_obj = request_spec_obj.RequestSpec.from_primitives(
                 ctxt, request_spec, filter_properties)
@@ -114,6 +118,7 @@ class SchedulerManager:
 
     # -- casts (fanout) --------------------------------------------------
 
+    @messaging.expose
     @_cast_handler
     def update_aggregates(self, ctxt, aggregates):
         """Aggregates were created or changed (a list, an AggregateList or
@@ -128,6 +133,7 @@ class SchedulerManager:
                      'update_aggregates', 'expected Aggregate objects')
         self.host_manager.update_aggregates(aggregates)
 
+    @messaging.expose
     @_cast_handler
     def delete_aggregate(self, ctxt, aggregate):
         """An aggregate was deleted."""
@@ -136,19 +142,22 @@ class SchedulerManager:
                  'delete_aggregate', 'expected an Aggregate object')
         self.host_manager.delete_aggregate(aggregate)
 
+    @messaging.expose
     @_cast_handler
     def update_instance_info(self, ctxt, host_name, instance_info):
         """``host_name`` reports instances (an InstanceList)."""
         _require(isinstance(host_name, str) and host_name,
                  'update_instance_info', 'host_name must be a string')
         _require(isinstance(instance_info, instance_obj.InstanceList) and
-                 all(i.obj_attr_is_set('uuid')
+                 all(i.obj_attr_is_set('uuid') and
+                     uuidutils.is_uuid_like(i.uuid)
                      for i in instance_info.objects),
                  'update_instance_info',
                  'instance_info must be an InstanceList with uuids')
         self.host_manager.update_instance_info(ctxt, host_name,
                                                instance_info)
 
+    @messaging.expose
     @_cast_handler
     def delete_instance_info(self, ctxt, host_name, instance_uuid):
         """An instance was deleted from ``host_name``."""
@@ -160,6 +169,7 @@ class SchedulerManager:
         self.host_manager.delete_instance_info(ctxt, host_name,
                                                instance_uuid)
 
+    @messaging.expose
     @_cast_handler
     def sync_instance_info(self, ctxt, host_name, instance_uuids):
         """``host_name`` lists all of its instance uuids."""
@@ -180,10 +190,19 @@ class BaseRPCAPI:
     def __init__(self, service_name='scheduler'):
         self.service_name = service_name
 
-    def ping(self, ctxt, arg):
-        """Health check: returns ``{'service': 'scheduler', 'arg': arg}``."""
+    @messaging.expose
+    @messaging.expected_exceptions(exception.Invalid)
+    def ping(self, ctxt, arg=_SENTINEL, **unknown):
+        """Health check: returns ``{'service': 'scheduler', 'arg': arg}``.
+
+        Raises Invalid unless exactly the one argument ``arg`` is given.
+        """
+        if arg is _SENTINEL or unknown:
+            raise exception.Invalid(
+                reason='ping takes exactly one argument, arg')
         return {'service': self.service_name, 'arg': arg}
 
+    @messaging.expose
     def get_backdoor_port(self, ctxt):
         """No eventlet backdoor here: always None."""
         return None

@@ -59,11 +59,15 @@ def get_notification_transport(conf):
 
 
 def get_server(transport, target, endpoints):
-    """A threading RPC server for ``endpoints`` on ``target``."""
+    """A threading RPC server for ``endpoints`` on ``target``.
+
+    Only methods marked ``@messaging.expose`` can be called: an endpoint's
+    other attributes are not part of the API.
+    """
     return messaging.get_rpc_server(
         transport, target, endpoints,
         serializer=RequestContextSerializer(),
-        access_policy=messaging.DefaultRPCAccessPolicy)
+        access_policy=messaging.ExplicitRPCAccessPolicy)
 
 
 def get_client(transport, target, version_cap=None, timeout=None):

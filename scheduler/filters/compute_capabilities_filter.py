@@ -12,6 +12,7 @@ from oslo_log import log as logging
 
 from scheduler import filters
 from scheduler.filters import extra_specs_ops
+from scheduler.filters import utils
 
 LOG = logging.getLogger(__name__)
 
@@ -97,13 +98,13 @@ def _step(value, name):
     if isinstance(value, str):
         try:
             value = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             LOG.debug('Capability %(value)r is not JSON; cannot read '
                       '%(name)s in it', {'value': value, 'name': name})
             return None
     if isinstance(value, dict):
         return value.get(name)
-    found = _public_attribute(value, name)
+    found = utils.public_attribute(value, name)
     if found is None:
         found = _stats_of(value).get(name)
     return found
@@ -112,21 +113,8 @@ def _step(value, name):
 _MISSING = object()
 
 
-def _public_attribute(obj, name, default=None):
-    """``obj.name`` for a public data attribute, else ``default``."""
-    if not name or name.startswith('_'):
-        return default
-    try:
-        found = getattr(obj, name, default)
-    except Exception:  # a property or lazy field that cannot be read
-        return default
-    if callable(found):
-        return default
-    return found
-
-
 def _is_public_attribute(obj, name):
-    return _public_attribute(obj, name, _MISSING) is not _MISSING
+    return utils.public_attribute(obj, name, _MISSING) is not _MISSING
 
 
 def _stats_of(obj):

@@ -18,15 +18,14 @@ be compared makes the host fail, and a warning is logged once per query.
 """
 
 import functools
-import inspect
 import json
 import numbers
 import operator
-import types
 
 from oslo_log import log as logging
 
 from scheduler.filters import BaseHostFilter
+from scheduler.filters import utils
 
 LOG = logging.getLogger(__name__)
 
@@ -39,9 +38,6 @@ CACHE_SIZE = 64
 # so no foreign code runs when it is compared.
 _SCALAR_TYPES = (str, numbers.Real)
 # Class attributes that are attributes of the instance, not methods.
-_DATA_DESCRIPTORS = (property, types.MemberDescriptorType)
-
-
 class MalformedQuery(ValueError):
     """The query is not a valid JsonFilter query."""
 
@@ -88,27 +84,12 @@ class _Variable:
         The first name must be a public attribute of the HostState; every
         later name is a key of a dict value; the result must be a scalar.
         """
-        value = _public_attribute(host_state, self.path[0])
+        value = utils.public_attribute(host_state, self.path[0])
         for key in self.path[1:]:
             if not isinstance(value, dict):
                 return None
             value = value.get(key)
         return value if isinstance(value, _SCALAR_TYPES) else None
-
-
-def _public_attribute(obj, name):
-    """``obj.name`` when it is an instance attribute or a property (or
-    slot) of its class and the name does not start with ``_``; else None.
-    Methods and other class attributes are never looked up."""
-    if not name or name.startswith('_'):
-        return None
-    instance_vars = getattr(obj, '__dict__', {})
-    if name in instance_vars:
-        return instance_vars[name]
-    descriptor = inspect.getattr_static(type(obj), name, None)
-    if isinstance(descriptor, _DATA_DESCRIPTORS):
-        return getattr(obj, name, None)
-    return None
 
 
 class _Node:

@@ -6,7 +6,9 @@ stripped where Nova does; numeric settings take the minimum.
 """
 
 import collections
+import inspect
 import math
+import types
 
 from oslo_log import log as logging
 
@@ -117,3 +119,27 @@ def aggregate_allocation_ratio(host_state, ratio_name):
         host_state, ratio_name,
         host_allocation_ratio(host_state, ratio_name),
         cast_to=allocation_ratio_value)
+
+
+# Class attributes that hold per-instance data: properties and slots.
+_DATA_DESCRIPTORS = (property, types.MemberDescriptorType)
+
+
+def public_attribute(obj, name, default=None):
+    """``obj.name`` when it is public data: an instance attribute, or a
+    property or slot of its class, whose name does not start with ``_``;
+    else ``default``.  Methods and other class attributes are never looked
+    up, so a query or an extra spec can only read the host's data fields
+    (JsonFilter, ComputeCapabilitiesFilter)."""
+    if not isinstance(name, str) or not name or name.startswith('_'):
+        return default
+    instance_vars = getattr(obj, '__dict__', {})
+    if name in instance_vars:
+        return instance_vars[name]
+    descriptor = inspect.getattr_static(type(obj), name, None)
+    if isinstance(descriptor, _DATA_DESCRIPTORS):
+        try:
+            return getattr(obj, name)
+        except Exception:  # a property that cannot be computed
+            return default
+    return default

@@ -65,7 +65,7 @@ class ObjectSerializer(ovo_base.VersionedObjectSerializer):
         try:
             return super()._process_object(context, objprim)
         except (ovo_exc.VersionedObjectsException, ValueError, TypeError,
-                KeyError, AttributeError) as exc:
+                KeyError, AttributeError, OverflowError) as exc:
             raise exception.InvalidObjectPrimitive(
                 reason='%s: %s' % (type(exc).__name__, exc)) from exc
 

@@ -241,7 +241,8 @@ class RequestSpec(base.SchedulerObject):
                 reason='filter_properties must be a dict')
         try:
             return cls._from_legacy(request_spec, filter_properties)
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        except (ValueError, TypeError, KeyError, AttributeError,
+                OverflowError) as exc:
             raise exception.InvalidRequestSpec(
                 reason='%s: %s' % (type(exc).__name__, exc)) from exc
 

@@ -1359,12 +1359,6 @@ class TestInProcess:
 
     # -- known bugs ------------------------------------------------------
 
-    @pytest.mark.xfail(strict=True, reason=(
-        'BUG 1: an IntegerField given Infinity raises OverflowError, which '
-        'neither ObjectSerializer._process_object nor '
-        'RequestSpec.from_primitives turns into InvalidObjectPrimitive / '
-        'InvalidRequestSpec: the caller gets a builtin OverflowError.  '
-        'When fixed, set FUZZ_INFINITY = True.'))
     @pytest.mark.parametrize('where', ['spec_obj', 'legacy'])
     def test_infinite_float_is_a_specific_error(self, rig, where):
         if where == 'spec_obj':
@@ -1378,11 +1372,6 @@ class TestInProcess:
                                filter_properties={})
         assert_specific(outcome)
 
-    @pytest.mark.xfail(strict=True, reason=(
-        'BUG 7: a requested_destination whose cell has no uuid makes '
-        'host_manager._apply_requested_destination log cell.uuid, which '
-        'lazy-loads: NotImplementedError reaches the caller.  When fixed, '
-        'drop the _cell_without_uuid filter of spec_primitives.'))
     def test_cell_without_uuid_is_a_specific_error(self, rig):
         spec = zero_spec(requested_destination=request_spec.Destination(
             host=HOSTS[1], cell=cell_mapping.CellMapping(name='cell1')))
@@ -1412,11 +1401,6 @@ class TestInProcess:
             _send_casts(rig, [('bug: string as list', 'update_aggregates',
                                '4.1', {'aggregates': [bad]})])
 
-    @pytest.mark.xfail(strict=True, reason=(
-        'BUG 9: update_instance_info accepts instances whose uuid is not '
-        'a UUID (UUIDField only warns), while delete_instance_info checks '
-        'is_uuid_like: the malformed cast is applied.  When fixed, add '
-        'non-UUID values to BAD_ARGUMENTS["instance_info"].'))
     def test_instance_info_with_a_non_uuid_is_dropped(self, rig):
         info = _instance_list_primitive({'uuid': 'not-a-uuid',
                                          'host': HOSTS[2]})
@@ -1426,19 +1410,10 @@ class TestInProcess:
                                {'host_name': HOSTS[2],
                                 'instance_info': info})])
 
-    @pytest.mark.xfail(strict=True, reason=(
-        'BUG 2: an argument select_destinations does not take gives a '
-        'builtin TypeError from the dispatcher, not InvalidRequestSpec.'))
     def test_unknown_argument_is_a_specific_error(self, rig):
         assert_specific(rig.call('bug: unknown argument',
                                  spec_obj=unsatisfiable, bogus=1))
 
-    @pytest.mark.xfail(strict=True, reason=(
-        'BUG 3: with DefaultRPCAccessPolicy every public attribute of an '
-        'endpoint is an RPC method: host_manager (a property, evaluated), '
-        'driver, target and service_name answer with builtin TypeErrors '
-        'instead of NoSuchMethod.  When fixed, drop ENDPOINT_ATTRIBUTES '
-        'from the exclusions of test_random_methods_and_versions.'))
     @pytest.mark.parametrize('namespace,method', [
         (None, 'host_manager'), (None, 'driver'), (None, 'target'),
         ('baseapi', 'service_name'), ('baseapi', 'target')])
@@ -1449,9 +1424,6 @@ class TestInProcess:
                                  namespace=namespace, version=version),
                         remote_types=('NoSuchMethod',))
 
-    @pytest.mark.xfail(strict=True, reason=(
-        'BUG 4: ping without its argument, or with an extra one, gives a '
-        'builtin TypeError instead of a specific error.'))
     @pytest.mark.parametrize('kwargs', [{}, {'arg': 1, 'extra': 2}])
     def test_ping_with_wrong_arguments(self, rig, kwargs):
         assert_specific(rig.call('bug: ping arguments', method='ping',

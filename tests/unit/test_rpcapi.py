@@ -58,6 +58,7 @@ class Recorder:
                                        timeout), self.received
         return self.received
 
+    @messaging.expose
     def select_destinations(self, ctxt, request_spec=_MISSING,
                             filter_properties=_MISSING, spec_obj=_MISSING,
                             instance_uuids=_MISSING, return_objects=_MISSING,
@@ -76,20 +77,25 @@ class Recorder:
             return [[first, alternate]]
         return DESTINATIONS
 
+    @messaging.expose
     def update_aggregates(self, ctxt, aggregates):
         self._record('update_aggregates', ctxt, aggregates=aggregates)
 
+    @messaging.expose
     def delete_aggregate(self, ctxt, aggregate):
         self._record('delete_aggregate', ctxt, aggregate=aggregate)
 
+    @messaging.expose
     def update_instance_info(self, ctxt, host_name, instance_info):
         self._record('update_instance_info', ctxt, host_name=host_name,
                      instance_info=instance_info)
 
+    @messaging.expose
     def delete_instance_info(self, ctxt, host_name, instance_uuid):
         self._record('delete_instance_info', ctxt, host_name=host_name,
                      instance_uuid=instance_uuid)
 
+    @messaging.expose
     def sync_instance_info(self, ctxt, host_name, instance_uuids):
         self._record('sync_instance_info', ctxt, host_name=host_name,
                      instance_uuids=instance_uuids)
