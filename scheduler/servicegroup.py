@@ -5,8 +5,6 @@ A service is up when it is not ``forced_down`` and its last heartbeat
 ``[DEFAULT] service_down_time`` seconds old.  Timestamps are naive UTC.
 """
 
-import datetime
-
 from oslo_utils import timeutils
 
 from scheduler.conf import CONF
@@ -34,8 +32,3 @@ def service_is_up(service, now=None):
     elapsed = abs((now - last).total_seconds())
     return elapsed <= service_down_time()
 
-
-def heartbeat_cutoff(now=None):
-    """The oldest heartbeat time that still counts as up."""
-    now = now or timeutils.utcnow()
-    return now - datetime.timedelta(seconds=service_down_time())
