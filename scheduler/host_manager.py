@@ -1,32 +1,48 @@
 """HostManager: the scheduler's in-memory view of the compute nodes.
 
 It follows Nova's Newton/Ocata HostManager on the "all compute nodes" path
-(reference section 3):
+(reference section 3), with the same answers but an incremental refresh:
 
 * host states come from ``compute_nodes`` joined with the ``nova-compute``
   ``services`` rows; a node without a service row is skipped, and nodes no
   longer in the database are dropped ("dead nodes");
 * HostStates are kept between requests, so a virtual consumption lasts
   until the node's row is newer (``HostState.update``);
+* each decision reads only the compute node, service and instance rows
+  created, updated or soft-deleted since the previous read (indexed
+  timestamps; ``CLOCK_MARGIN`` earlier, to forgive writers' clock skew and
+  commit delays), so its cost is O(rows changed), not O(hosts); every
+  ``[scheduler] full_refresh_interval`` seconds, and whenever nodes
+  appear or go, everything is re-read as Nova did per request.  The view
+  is therefore never staler than the last committed rows, except for a
+  writer whose clock lags ours by more than ``CLOCK_MARGIN``, whose rows
+  are seen at the next full read;
 * aggregates are read once at start-up and then kept current only by the
   ``update_aggregates`` / ``delete_aggregate`` casts;
 * with ``track_instance_changes``, each host's instances are kept from the
-  compute services' instance casts; a host not yet in sync is read from the
-  database (in one query for all such hosts, where Nova made one per host);
-* ``get_filtered_hosts`` applies ``requested_destination``,
-  ``ignore_hosts``, ``force_hosts`` and ``force_nodes`` before the filters
-  (reference 3.6), removing the source host of a move after
-  ``requested_destination`` (``scheduler.moves``); ``get_weighed_hosts``
-  ranks hosts with the weighers.
+  compute services' instance casts; a host not yet in sync (and every host
+  without tracking) has the instances of the database, kept current from
+  the instance rows changed since the previous read;
+* ``HostTable`` mirrors the HostStates as NumPy columns; every change to a
+  HostState goes through this class, which syncs its row (O(1));
+* ``get_filtered_rows`` / ``get_weighed_rows`` filter and weigh over the
+  table, ``get_filtered_hosts`` / ``get_weighed_hosts`` over HostState
+  lists, with the same answers; both apply ``requested_destination``,
+  ``ignore_hosts``, ``force_hosts`` and ``force_nodes`` first (reference
+  3.6), removing the source host of a move after ``requested_destination``
+  (``scheduler.moves``).
 
 Every public method is thread-safe: the RPC server runs requests and casts
 on a pool of threads.
 """
 
 import collections
+import datetime
 import threading
+import time
 
 from oslo_log import log as logging
+from oslo_utils import timeutils
 
 from scheduler import filters
 from scheduler import moves
@@ -34,6 +50,7 @@ from scheduler import weights
 from scheduler.conf import CONF
 from scheduler.db import api as db
 from scheduler.host_state import HostState
+from scheduler.host_table import HostTable
 from scheduler.objects import aggregate as aggregate_obj
 from scheduler.objects import cell_mapping
 from scheduler.objects import instance as instance_obj
@@ -41,6 +58,8 @@ from scheduler.objects import instance as instance_obj
 LOG = logging.getLogger(__name__)
 
 COMPUTE_BINARY = 'nova-compute'
+# How much earlier than the previous read the next one starts.
+CLOCK_MARGIN = datetime.timedelta(seconds=5)
 
 
 def _enabled_filter_names():
@@ -51,7 +70,8 @@ def _enabled_filter_names():
 
 
 class HostManager:
-    """Owns the HostStates, the aggregates and the per-host instances."""
+    """Owns the HostStates, their HostTable, the aggregates and the
+    per-host instances."""
 
     def __init__(self, context):
         """Load plug-ins, aggregates and (when tracking) instance info.
@@ -70,9 +90,16 @@ class HostManager:
         self.track_instance_changes = (
             CONF.filter_scheduler.track_instance_changes)
         self.host_state_map = {}
+        self.table = HostTable([])
         self.aggs_by_id = {}
         self.host_aggregates_map = collections.defaultdict(set)
         self._instance_info = {}
+        self._by_id = {}           # compute_nodes.id -> HostState
+        self._seen = {}            # compute_nodes.id -> (generation, time)
+        self._skipped_hosts = set()   # nodes' hosts without a service row
+        self._reread = set()       # compute_nodes.id to copy again
+        self._last_read = None     # naive UTC start of the last read
+        self._last_full = None     # monotonic time of the last full read
         self._load_aggregates(context)
         if self.track_instance_changes:
             self._init_instance_info(context)
@@ -92,27 +119,45 @@ class HostManager:
         elif isinstance(aggregates, aggregate_obj.AggregateList):
             aggregates = aggregates.objects
         with self.lock:
+            touched = set()
             for agg in aggregates:
                 self.aggs_by_id[agg.id] = agg
                 hosts = set(agg.obj_get('hosts') or [])
                 for host in hosts:
                     self.host_aggregates_map[host].add(agg.id)
                 for host, agg_ids in self.host_aggregates_map.items():
-                    if agg.id in agg_ids and host not in hosts:
-                        agg_ids.discard(agg.id)
+                    if agg.id in agg_ids:
+                        touched.add(host)
+                        if host not in hosts:
+                            agg_ids.discard(agg.id)
+            self._apply_aggregates(touched)
 
     def delete_aggregate(self, aggregate):
         """Forget ``aggregate`` and its memberships."""
         with self.lock:
             self.aggs_by_id.pop(aggregate.id, None)
-            for agg_ids in self.host_aggregates_map.values():
-                agg_ids.discard(aggregate.id)
+            touched = set()
+            for host, agg_ids in self.host_aggregates_map.items():
+                if aggregate.id in agg_ids:
+                    agg_ids.discard(aggregate.id)
+                    touched.add(host)
+            self._apply_aggregates(touched)
 
     def aggregates_for(self, host):
         """The Aggregate objects of a service host, ordered by id."""
         return [self.aggs_by_id[agg_id]
                 for agg_id in sorted(self.host_aggregates_map.get(host, ()))
                 if agg_id in self.aggs_by_id]
+
+    def _apply_aggregates(self, hosts):
+        for state in self._states_of(hosts):
+            state.update(aggregates=self.aggregates_for(state.host))
+            self.table.sync([state])
+
+    def _states_of(self, hosts):
+        table = self.table
+        return [table.states[row] for host in hosts
+                for row in table.rows_by_host.get(host, ())]
 
     # -- instance tracking (reference 3.8) --------------------------------
 
@@ -134,6 +179,17 @@ class HostManager:
     def _rebuild_host_from_db(self, context, host):
         rows = db.instance_get_all_by_host(context, host)
         self._set_host_instances(host, rows, updated=False)
+
+    def _apply_instances(self, hosts):
+        for state in self._states_of(hosts):
+            state.update(instances=self._instance_info[state.host][
+                'instances'])
+            self.table.sync([state])
+
+    def _in_sync(self, host):
+        info = self._instance_info.get(host)
+        return (self.track_instance_changes and info is not None and
+                info['updated'])
 
     def update_instance_info(self, context, host_name, instance_info):
         """Merge an InstanceList reported by ``host_name``.
@@ -157,6 +213,7 @@ class HostManager:
                          'reading its instances from the database',
                          host_name)
                 self._rebuild_host_from_db(context, host_name)
+            self._apply_instances([host_name])
 
     def delete_instance_info(self, context, host_name, instance_uuid):
         """Forget an instance deleted on ``host_name``."""
@@ -167,6 +224,7 @@ class HostManager:
                 info['updated'] = True
             else:
                 self._rebuild_host_from_db(context, host_name)
+            self._apply_instances([host_name])
 
     def sync_instance_info(self, context, host_name, instance_uuids):
         """Compare the host's full uuid list with ours; re-read on drift."""
@@ -182,58 +240,67 @@ class HostManager:
                      're-reading its instances from the database',
                      host_name)
             self._rebuild_host_from_db(context, host_name)
+            self._apply_instances([host_name])
 
-    def _instances_by_host(self, context, hosts):
-        """``{host: {uuid: Instance}}``: cached where in sync, else read
-        from the database in one query (and, when tracking, cached as
-        not yet in sync)."""
-        result = {}
-        stale = []
-        for host in hosts:
-            info = self._instance_info.get(host)
-            if (self.track_instance_changes and info is not None and
-                    info['updated']):
-                result[host] = info['instances']
-            else:
-                stale.append(host)
+    def _read_instances(self, context, hosts):
+        """Re-read from the database the instances of the ``hosts`` that
+        are not in sync with their compute service's casts."""
+        stale = sorted(host for host in hosts if not self._in_sync(host))
         if stale:
             rows = db.instance_get_all_by_hosts(context, stale)
             for host in stale:
-                if self.track_instance_changes:
-                    self._set_host_instances(host, rows.get(host, []),
-                                             updated=False)
-                    result[host] = self._instance_info[host]['instances']
-                else:
-                    result[host] = {
-                        row['uuid']: instance_obj.Instance.from_db(row)
-                        for row in rows.get(host, [])}
-        return result
+                self._set_host_instances(host, rows.get(host, []),
+                                         updated=False)
 
     # -- host states (reference 3.5) ----------------------------------------
 
     def get_all_host_states(self, context):
         """Refresh and return the HostStates of every live compute node,
-        in ``compute_nodes.id`` order.  Down or disabled services are
-        kept: only ComputeFilter removes them."""
+        in ``compute_nodes.id`` order (the rows of ``self.table``).  Down
+        or disabled services are kept: only ComputeFilter removes them.
+        """
+        with self.lock:
+            if not self._refresh_changes(context):
+                self._refresh_all(context)
+            return self.table.states
+
+    def _full_refresh_due(self):
+        if self._last_full is None:
+            return True
+        interval = CONF.scheduler.full_refresh_interval
+        return time.monotonic() - self._last_full >= interval
+
+    def _refresh_all(self, context):
+        """Nova's per-request read: every node, service and the instances
+        of every host not in sync."""
+        started = timeutils.utcnow()
         computes = db.compute_node_get_all(context)
         services = {svc['host']: svc for svc in
                     db.service_get_all_by_binary(context, COMPUTE_BINARY)}
-        with self.lock:
-            instances = self._instances_by_host(
-                context, {c['host'] for c in computes if c['host']})
-            states = []
-            for compute in computes:
-                state = self._refresh_one(compute, services, instances)
-                if state is not None:
-                    states.append(state)
-            self._drop_dead_nodes({(s.host, s.nodename) for s in states})
-            return states
+        self._read_instances(context, {c['host'] for c in computes
+                                       if c['host']})
+        states = []
+        self._by_id = {}
+        self._skipped_hosts = set()
+        for compute in computes:
+            state = self._refresh_one(compute, services)
+            if state is not None:
+                states.append(state)
+        self._drop_dead_nodes({(s.host, s.nodename) for s in states})
+        if self.table.matches(states):
+            self.table.sync(states)
+        else:
+            self.table = HostTable(states)
+        self._reread.clear()
+        self._last_read = started
+        self._last_full = time.monotonic()
 
-    def _refresh_one(self, compute, services, instances):
+    def _refresh_one(self, compute, services):
         host = compute['host']
         service = services.get(host)
         if service is None:
             LOG.warning('No compute service record found for host %s', host)
+            self._skipped_hosts.add(host)
             return None
         key = (host, compute['hypervisor_hostname'])
         state = self.host_state_map.get(key)
@@ -242,13 +309,111 @@ class HostManager:
                               cell_uuid=cell_mapping.SINGLE_CELL_UUID)
             self.host_state_map[key] = state
         state.update(compute, service, self.aggregates_for(host),
-                     instances.get(host, {}))
+                     self._instance_info.get(host, {}).get('instances', {}))
+        self._by_id[compute['id']] = state
+        self._seen[compute['id']] = _version(compute)
         return state
 
     def _drop_dead_nodes(self, seen):
         for key in set(self.host_state_map) - seen:
             LOG.info('Removing dead compute node %s:%s from scheduler', *key)
             del self.host_state_map[key]
+
+    def _refresh_changes(self, context):
+        """Apply the rows changed since the last read; False when a full
+        read is due or needed (nodes or services appeared or went)."""
+        if self._full_refresh_due():
+            return False
+        started = timeutils.utcnow()
+        since = self._last_read - CLOCK_MARGIN
+        computes, deleted = db.compute_node_get_changed_since(context, since)
+        services = db.service_get_changed_since(context, since,
+                                                COMPUTE_BINARY)
+        if not self._same_nodes(computes, deleted, services):
+            return False
+        changed = self._apply_compute_rows(context, computes)
+        changed += self._apply_service_rows(services)
+        changed += self._apply_instance_rows(
+            context, db.instance_get_changed_since(context, since))
+        self.table.sync(changed)
+        self._last_read = started
+        return True
+
+    def _same_nodes(self, computes, deleted, services):
+        if deleted & self._by_id.keys():
+            return False
+        for row in computes:
+            state = self._by_id.get(row['id'])
+            if state is None or (state.host, state.nodename) != (
+                    row['host'], row['hypervisor_hostname']):
+                return False
+        known = self.table.rows_by_host
+        return not any(
+            (svc['deleted'] and svc['host'] in known) or
+            (not svc['deleted'] and svc['host'] in self._skipped_hosts)
+            for svc in services)
+
+    def _apply_compute_rows(self, context, computes):
+        rows = {row['id']: row for row in computes
+                if self._seen.get(row['id']) != _version(row)}
+        for compute_id in self._reread - rows.keys():
+            if compute_id in self._by_id:
+                rows[compute_id] = db.compute_node_get(context, compute_id)
+        self._reread.clear()
+        changed = []
+        for compute_id, row in rows.items():
+            state = self._by_id[compute_id]
+            state.update(compute=row)
+            self._seen[compute_id] = _version(row)
+            changed.append(state)
+        return changed
+
+    def _apply_service_rows(self, services):
+        changed = []
+        for svc in services:
+            for state in self._states_of([svc['host']]):
+                state.update(service=svc)
+                changed.append(state)
+        return changed
+
+    def _apply_instance_rows(self, context, instances):
+        """Re-read the instances of the hosts not in sync that the changed
+        instance rows were or are on."""
+        hosts = set()
+        for row in instances:
+            if row['host']:
+                hosts.add(row['host'])
+            hosts.update(self.table.states[r].host
+                         for r in self.table.rows_with_instance(row['uuid']))
+        hosts = {host for host in hosts
+                 if host in self.table.rows_by_host and
+                 not self._in_sync(host)}
+        if not hosts:
+            return []
+        self._read_instances(context, hosts)
+        states = self._states_of(hosts)
+        for state in states:
+            state.update(
+                instances=self._instance_info[state.host]['instances'])
+        return states
+
+    # -- consumption -------------------------------------------------------
+
+    def consume(self, state, spec_obj):
+        """``state.consume_from_request(spec_obj)``, keeping the table
+        current."""
+        with self.lock:
+            state.consume_from_request(spec_obj)
+            self.table.sync([state])
+
+    def forget_consumption(self, states):
+        """Drop the virtual consumption of ``states``: the next refresh
+        copies their compute node rows again (Nova resets ``updated``)."""
+        with self.lock:
+            for state in states:
+                state.updated = None
+                if state.compute_id is not None:
+                    self._reread.add(state.compute_id)
 
     # -- filtering and weighing (reference 3.6) ---------------------------
 
@@ -260,13 +425,9 @@ class HostManager:
         never returned.  The source host of a move (resize, migration,
         evacuation) is removed first by ``moves.exclude_source``.
         """
-        hosts = _apply_requested_destination(hosts, spec_obj)
-        hosts = moves.exclude_source(hosts, spec_obj)
-        hosts, forced = _apply_ignore_and_force(hosts, spec_obj)
-        if forced and not spec_obj.get_scheduler_hint('_nova_check_type'):
+        hosts, forced = _prefilter(hosts, spec_obj)
+        if forced or not hosts:
             return hosts
-        if not hosts:
-            return []
         return self.filter_handler.get_filtered_objects(
             self.enabled_filters, hosts, spec_obj, index)
 
@@ -274,6 +435,54 @@ class HostManager:
         """WeighedHost list, best first (see ``scheduler.weights``)."""
         return self.weight_handler.get_weighed_objects(
             self.weighers, hosts, spec_obj)
+
+    def get_filtered_rows(self, rows, spec_obj, index=0):
+        """``get_filtered_hosts`` over ``self.table``: ``rows`` is an intp
+        array of candidate rows.  Returns ``(rows, ran)``: the passing
+        rows and the filters whose ``apply_limits`` the hosts returned
+        need (see ``HostFilterHandler.get_filtered_rows``)."""
+        table = self.table
+        if _needs_prefilter(table, spec_obj):
+            hosts, forced = _prefilter(table.states_at(rows), spec_obj)
+            rows = table.rows_of(hosts)
+            if forced or not hosts:
+                return rows, []
+        return self.filter_handler.get_filtered_rows(
+            self.enabled_filters, table, rows, spec_obj, index)
+
+    def get_weighed_rows(self, rows, spec_obj):
+        """``(rows, weights)`` sorted best first, over ``self.table``."""
+        return self.weight_handler.get_weighed_rows(
+            self.weighers, self.table, rows, spec_obj)
+
+
+def _version(compute):
+    return (compute.get('generation'), compute.get('updated_at'),
+            compute.get('created_at'))
+
+
+def _needs_prefilter(table, spec_obj):
+    """Whether ``_prefilter`` may change anything for this request: one
+    of its fields is set, or the instance already runs on a host of
+    ``table`` (a move, see ``moves.exclude_source``)."""
+    uuid = spec_obj.obj_get('instance_uuid')
+    return bool(spec_obj.get('requested_destination') is not None or
+                spec_obj.get('ignore_hosts') or
+                spec_obj.get('force_hosts') or
+                spec_obj.get('force_nodes') or
+                spec_obj.get_scheduler_hint(moves.SOURCE_HOST_HINT) or
+                (uuid and table.rows_with_instance(uuid)))
+
+
+def _prefilter(hosts, spec_obj):
+    """Apply requested_destination, the move source and ignore/force.
+    Returns ``(hosts, forced)``; ``forced`` means the filters are skipped
+    (forced hosts or nodes, unless the request is a rebuild check)."""
+    hosts = _apply_requested_destination(hosts, spec_obj)
+    hosts = moves.exclude_source(hosts, spec_obj)
+    hosts, forced = _apply_ignore_and_force(hosts, spec_obj)
+    return hosts, forced and not spec_obj.get_scheduler_hint(
+        '_nova_check_type')
 
 
 def _apply_requested_destination(hosts, spec_obj):

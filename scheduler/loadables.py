@@ -92,3 +92,22 @@ def _resolve_nova_path(path, namespace, registered):
     raise exception.ClassNotFound(
         class_name=path,
         exception='no plug-in named %s in %s' % (name, namespace))
+
+
+@functools.lru_cache(maxsize=None)
+def _defining_class(cls, name):
+    return next((klass for klass in cls.__mro__ if name in vars(klass)),
+                None)
+
+
+def fast_form_applies(obj, fast, reference):
+    """Whether ``obj``'s method ``fast`` (a vectorised or cached form)
+    still stands for its ``reference`` methods: it is defined by the same
+    class as each of them, or by a subclass of it.  A plug-in that
+    overrides ``host_passes`` of a filter with a ``host_mask`` therefore
+    gets its own ``host_passes`` called, never the inherited fast form.
+    """
+    cls = type(obj)
+    fast_class = _defining_class(cls, fast)
+    return all(issubclass(fast_class, _defining_class(cls, name))
+               for name in reference)

@@ -18,17 +18,25 @@ def service_down_time():
     return CONF.service_down_time
 
 
+def last_heartbeat(service):
+    """The naive UTC time of the service's last heartbeat
+    (``last_seen_up``, else ``created_at``; ISO text is parsed), or None
+    when there is none."""
+    last = service.get('last_seen_up') or service.get('created_at')
+    if last is None:
+        return None
+    if isinstance(last, str):
+        last = timeutils.parse_isotime(last)
+    return timeutils.normalize_time(last)
+
+
 def service_is_up(service, now=None):
     """Whether the ``services`` row (a dict) has a recent heartbeat."""
     if service.get('forced_down'):
         return False
-    last = service.get('last_seen_up') or service.get('created_at')
+    last = last_heartbeat(service)
     if last is None:
         return False
-    if isinstance(last, str):
-        last = timeutils.parse_isotime(last)
-    last = timeutils.normalize_time(last)
     now = now or timeutils.utcnow()
     elapsed = abs((now - last).total_seconds())
     return elapsed <= service_down_time()
-

@@ -243,6 +243,31 @@ def compute_node_get_all_updated_since(context, since):
         return _rows(session, statement)
 
 
+def _changed_since(table, since):
+    """Rows created, updated or soft-deleted after ``since`` (each of the
+    three timestamps is indexed)."""
+    return sa.or_(table.c.updated_at > since, table.c.created_at > since,
+                  table.c.deleted_at > since)
+
+
+def compute_node_get_changed_since(context, since):
+    """Return ``(rows, deleted_ids)``: the live compute nodes written after
+    ``since`` (dicts shaped as ``compute_node_get_all``'s, by id) and the
+    set of ids of the nodes soft-deleted after it.
+
+    ``since`` is a naive UTC datetime; see
+    ``compute_node_get_all_updated_since`` for why a caller should pass a
+    time a little before its previous read.  The cost is O(rows changed).
+    """
+    table = COMPUTE_NODES
+    statement = (sa.select(table).where(_changed_since(table, since))
+                 .order_by(table.c.id))
+    with context_manager.reader.using(context) as session:
+        rows = _rows(session, statement)
+    deleted = {row['id'] for row in rows if row['deleted']}
+    return [row for row in rows if not row['deleted']], deleted
+
+
 def compute_node_get_ids(context):
     """Return the set of ids (ints) of the live compute nodes."""
     statement = sa.select(COMPUTE_NODES.c.id).where(_live(COMPUTE_NODES))
@@ -330,6 +355,20 @@ def service_get_all_by_binary(context, binary='nova-compute',
                  .order_by(table.c.id))
     if not include_disabled:
         statement = statement.where(table.c.disabled == sa.false())
+    with context_manager.reader.using(context) as session:
+        return _rows(session, statement)
+
+
+def service_get_changed_since(context, since, binary='nova-compute'):
+    """Return the services of ``binary`` created, updated (a heartbeat
+    updates ``updated_at``) or soft-deleted after ``since`` (naive UTC),
+    deleted ones included (``deleted`` non-zero), as dicts ordered by id.
+    """
+    table = SERVICES
+    statement = (sa.select(table)
+                 .where(table.c.binary == binary,
+                        _changed_since(table, since))
+                 .order_by(table.c.id))
     with context_manager.reader.using(context) as session:
         return _rows(session, statement)
 
@@ -596,6 +635,17 @@ def instance_get_all_by_hosts(context, hosts):
             for row in _rows(session, _instances_on(chunk)):
                 by_host[row['host']].append(row)
     return by_host
+
+
+def instance_get_changed_since(context, since):
+    """Return the instances created, updated or soft-deleted after
+    ``since`` (naive UTC), deleted ones included (``deleted`` non-zero),
+    as dicts ordered by id.  O(rows changed)."""
+    statement = (sa.select(INSTANCES)
+                 .where(_changed_since(INSTANCES, since))
+                 .order_by(INSTANCES.c.id))
+    with context_manager.reader.using(context) as session:
+        return _rows(session, statement)
 
 
 def instance_create(context, values):

@@ -24,6 +24,7 @@ in all.  Decisions of one process are serialised by the host manager's
 lock, so concurrent requests never consume the same capacity twice here.
 """
 
+import numpy as np
 from oslo_log import log as logging
 
 from scheduler import exception
@@ -60,16 +61,20 @@ class FilterScheduler(base.Scheduler):
 
     def _schedule(self, context, spec_obj, instance_uuids,
                   return_alternates):
-        hosts = self.host_manager.get_all_host_states(context)
-        live_migration.check_requested_destination(hosts, spec_obj)
+        manager = self.host_manager
+        states = manager.get_all_host_states(context)
+        live_migration.check_requested_destination(states, spec_obj)
         num = self.num_instances(spec_obj, instance_uuids)
+        rows = manager.table.all_rows
         selected = []
+        limit_filters = []
         for index in range(num):
-            hosts = self._get_sorted_hosts(spec_obj, hosts, index)
-            if not hosts:
+            rows = self._get_sorted_rows(spec_obj, rows, index,
+                                         limit_filters)
+            if not len(rows):
                 break
-            chosen = hosts[0]
-            chosen.consume_from_request(spec_obj)
+            chosen = manager.table.states[rows[0]]
+            manager.consume(chosen, spec_obj)
             group = spec_obj.get('instance_group')
             if group is not None:
                 group.add_host(chosen.host)
@@ -77,48 +82,57 @@ class FilterScheduler(base.Scheduler):
         if len(selected) < num:
             self._release(selected, spec_obj, num)
         if return_alternates and num > 1:
-            hosts = self._get_sorted_hosts(spec_obj, hosts, num - 1,
-                                           pick=False)
-        return self._selections(selected, hosts, return_alternates)
+            rows = self._get_sorted_rows(spec_obj, rows, num - 1,
+                                         limit_filters, pick=False)
+        max_hosts = CONF.scheduler.max_attempts if return_alternates else 1
+        # Enough hosts for every list, even if all chosen ones come first.
+        alternates = manager.table.states_at(rows[:max_hosts + num])
+        for state in selected + alternates:
+            for host_filter in limit_filters:
+                host_filter.apply_limits(state, spec_obj)
+        return self._selections(selected, alternates, max_hosts)
 
     def _release(self, selected, spec_obj, num):
-        for state in selected:
-            state.updated = None
+        self.host_manager.forget_consumption(selected)
         LOG.debug('Found %d of %d requested host(s) for instance %s',
                   len(selected), num, spec_obj.obj_get('instance_uuid'))
         raise exception.NoValidHost(reason=NOT_ENOUGH_HOSTS)
 
-    def _get_sorted_hosts(self, spec_obj, hosts, index, pick=True):
-        """Filter and weigh ``hosts``; with ``pick``, the random choice
-        among the best ``host_subset_size`` comes first."""
-        filtered = self.host_manager.get_filtered_hosts(hosts, spec_obj,
-                                                        index)
-        if not filtered:
-            return []
-        weighed = self.host_manager.get_weighed_hosts(filtered, spec_obj)
+    def _get_sorted_rows(self, spec_obj, rows, index, limit_filters,
+                         pick=True):
+        """Filter and weigh the table ``rows``; with ``pick``, the random
+        choice among the best ``host_subset_size`` comes first.  Filters
+        that ran in vectorised form are added to ``limit_filters``."""
+        manager = self.host_manager
+        rows, ran = manager.get_filtered_rows(rows, spec_obj, index)
+        limit_filters.extend(f for f in ran if f not in limit_filters)
+        if not len(rows):
+            return rows
+        rows, weights = manager.get_weighed_rows(rows, spec_obj)
         if CONF.filter_scheduler.shuffle_best_same_weighed_hosts:
-            weighed = self._shuffle_best(weighed)
-        ordered = [w.obj for w in weighed]
+            rows = self._shuffle_best(rows, weights)
         if not pick:
-            return ordered
-        subset = min(CONF.filter_scheduler.host_subset_size, len(ordered))
-        chosen = self.random.choice(ordered[:subset])
-        ordered.remove(chosen)
-        return [chosen] + ordered
+            return rows
+        subset = min(CONF.filter_scheduler.host_subset_size, len(rows))
+        chosen = self.random.choice(range(subset))
+        return np.concatenate((rows[chosen:chosen + 1],
+                               np.delete(rows, chosen)))
 
-    def _shuffle_best(self, weighed):
-        best = weighed[0].weight
-        ties = [w for w in weighed if w.weight == best]
-        self.random.shuffle(ties)
-        return ties + weighed[len(ties):]
+    def _shuffle_best(self, rows, weights):
+        """Shuffle the rows tied at the best weight (a prefix)."""
+        ties = int(np.count_nonzero(weights == weights[0]))
+        best = rows[:ties].tolist()
+        self.random.shuffle(best)
+        return np.concatenate((np.asarray(best, dtype=rows.dtype),
+                               rows[ties:]))
 
-    def _selections(self, selected, hosts, return_alternates):
-        max_hosts = CONF.scheduler.max_attempts if return_alternates else 1
+    @staticmethod
+    def _selections(selected, alternates, max_hosts):
         chosen_keys = {(s.host, s.nodename) for s in selected}
         result = []
         for state in selected:
             picks = [selection_obj.Selection.from_host_state(state)]
-            for alt in hosts:
+            for alt in alternates:
                 if len(picks) >= max_hosts:
                     break
                 if (alt.cell_uuid == state.cell_uuid and

@@ -11,6 +11,19 @@ The handler runs the enabled filters in order over the surviving hosts
 (reference 3.6): a filter with ``run_filter_once_per_request`` runs only
 for the first instance of a request; when a filter leaves no host, the
 per-filter history is logged and the result is empty.
+
+Over a ``HostTable`` (``get_filtered_rows``) the handler runs each filter
+in its fastest exact form, in this order of preference:
+
+1. ``host_mask(table, rows, spec_obj)``: a vectorised form over the
+   table's columns, giving the same answer as ``host_passes`` for every
+   host; filters that write ``limits`` then write them through
+   ``apply_limits`` for the hosts the driver returns;
+2. ``memo_key(spec_obj)``: a hashable key such that ``host_passes``
+   depends on nothing else of the request; results are cached per host
+   and key, and recomputed only for hosts that changed;
+3. otherwise ``filter_all`` over the HostStates, Nova's plain contract,
+   which any third-party filter gets without doing anything.
 """
 
 from oslo_log import log as logging
@@ -50,6 +63,24 @@ class BaseHostFilter:
             if self._filter_one(host_state, spec_obj):
                 yield host_state
 
+    def host_mask(self, table, rows, spec_obj):
+        """Vectorised ``host_passes``: a bool array, one per row of
+        ``rows`` (an intp array into ``table``), or None when this filter
+        has no vectorised form (the default)."""
+        return None
+
+    def memo_key(self, spec_obj):
+        """A hashable key capturing all of ``spec_obj`` that
+        ``host_passes`` reads, so its results can be cached per host; None
+        (the default) when there is none or ``host_passes`` has side
+        effects."""
+        return None
+
+    def apply_limits(self, host_state, spec_obj):
+        """Write into ``host_state.limits`` what ``host_passes`` writes
+        for a passing host (nothing by default).  Called for the hosts the
+        driver returns when the filter ran as ``host_mask``."""
+
 
 def _is_rebuild(spec_obj):
     check_type = spec_obj.get_scheduler_hint('_nova_check_type')
@@ -78,13 +109,67 @@ class HostFilterHandler:
             history.append((name, before, len(hosts)))
             LOG.debug('Filter %s returned %d host(s)', name, len(hosts))
             if not hosts:
-                LOG.info('Filter %s returned 0 hosts', name)
-                LOG.info("Filtering removed all hosts for the request with "
-                         "instance ID '%s'. Filter results: %s",
-                         spec_obj.obj_get('instance_uuid'),
-                         ['%s: (start: %d, end: %d)' % h for h in history])
+                _log_no_hosts(spec_obj, history)
                 break
         return hosts
+
+
+    def get_filtered_rows(self, filters, table, rows, spec_obj, index=0):
+        """``get_filtered_objects`` over a HostTable.
+
+        ``rows``: intp array of candidate rows, in order.  Returns
+        ``(rows, ran)``: the passing rows, order kept, and the filters
+        that ran as ``host_mask`` (whose ``apply_limits`` the driver
+        calls for the hosts it returns).
+        """
+        history = []
+        ran = []
+        rebuild = _is_rebuild(spec_obj)
+        for host_filter in filters:
+            if not host_filter.run_filter_for_index(index):
+                continue
+            before = len(rows)
+            if not (rebuild and not host_filter.RUN_ON_REBUILD):
+                rows = self._filter_rows(host_filter, table, rows, spec_obj,
+                                         ran)
+            history.append((type(host_filter).__name__, before, len(rows)))
+            if not len(rows):
+                _log_no_hosts(spec_obj, history)
+                break
+        return rows, ran
+
+    @staticmethod
+    def _filter_rows(host_filter, table, rows, spec_obj, ran):
+        mask = None
+        if loadables.fast_form_applies(host_filter, 'host_mask',
+                                       _REFERENCE):
+            mask = host_filter.host_mask(table, rows, spec_obj)
+        if mask is not None:
+            ran.append(host_filter)
+            return rows[mask]
+        key = None
+        if loadables.fast_form_applies(host_filter, 'memo_key',
+                                       _REFERENCE):
+            key = host_filter.memo_key(spec_obj)
+        if key is not None:
+            return rows[table.memo(
+                host_filter, key,
+                lambda state: host_filter.host_passes(state, spec_obj),
+                rows)]
+        passed = host_filter.filter_all(table.states_at(rows), spec_obj)
+        return table.rows_of(passed or [])
+
+
+# The per-host methods a fast form must stand for.
+_REFERENCE = ('host_passes', 'filter_all', '_filter_one')
+
+
+def _log_no_hosts(spec_obj, history):
+    LOG.info('Filter %s returned 0 hosts', history[-1][0])
+    LOG.info("Filtering removed all hosts for the request with "
+             "instance ID '%s'. Filter results: %s",
+             spec_obj.obj_get('instance_uuid'),
+             ['%s: (start: %d, end: %d)' % h for h in history])
 
 
 def all_filters():

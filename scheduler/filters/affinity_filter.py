@@ -13,6 +13,7 @@ Follows Nova's ``affinity_filter`` module (reference 4.2, quirk 17):
 
 import ipaddress
 
+import numpy as np
 from oslo_log import log as logging
 
 from scheduler import filters
@@ -138,6 +139,21 @@ class _GroupAntiAffinityFilter(filters.BaseHostFilter):
                       {'host_state': host_state})
         return passes
 
+    def host_mask(self, table, rows, spec_obj):
+        group = spec_obj.get('instance_group')
+        if group is None or group.policy_name != self.policy_name:
+            return np.ones(len(rows), dtype=bool)
+        if MAX_SERVER_PER_HOST in group.rules:
+            members = group.obj_get('members') or []
+            on_host = table.instance_counts(members)[rows]
+            mask = on_host < _max_server_per_host(group)
+        else:
+            mask = ~np.isin(rows, table.host_rows(group.host_list()))
+        instance_uuid = spec_obj.get('instance_uuid')
+        if instance_uuid:
+            mask |= table.instance_counts([instance_uuid])[rows] > 0
+        return mask
+
     @staticmethod
     def _below_max_per_host(host_state, group):
         members = set(group.obj_get('members') or [])
@@ -191,6 +207,14 @@ class _GroupAffinityFilter(filters.BaseHostFilter):
             return True
         hosts = group.host_list()
         return not hosts or host_state.host in hosts
+
+    def host_mask(self, table, rows, spec_obj):
+        group = spec_obj.get('instance_group')
+        hosts = (group.host_list() if group is not None and
+                 group.policy_name == self.policy_name else None)
+        if not hosts:
+            return np.ones(len(rows), dtype=bool)
+        return np.isin(rows, table.host_rows(hosts))
 
 
 class ServerGroupAffinityFilter(_GroupAffinityFilter):

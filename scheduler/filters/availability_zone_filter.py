@@ -5,6 +5,7 @@ zones are the ``availability_zone`` values of its aggregates (split on
 commas); a host in no zone aggregate is in the default zone.
 """
 
+import numpy as np
 from oslo_log import log as logging
 
 from scheduler import filters
@@ -41,6 +42,15 @@ class AvailabilityZoneFilter(filters.BaseHostFilter):
                   '%(zones)s', {'az': requested, 'host_state': host_state,
                                 'zones': sorted(zones)})
         return False
+
+    def host_mask(self, table, rows, spec_obj):
+        if not spec_obj.get('availability_zone'):
+            return np.ones(len(rows), dtype=bool)
+        return None
+
+    def memo_key(self, spec_obj):
+        return (spec_obj.get('availability_zone'),
+                CONF.default_availability_zone)
 
     @staticmethod
     def _host_zones(host_state):

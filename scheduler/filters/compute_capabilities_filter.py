@@ -8,6 +8,7 @@ dicts, and its value is a requirement in the ``extra_specs_ops`` language.
 
 import json
 
+import numpy as np
 from oslo_log import log as logging
 
 from scheduler import filters
@@ -54,6 +55,15 @@ class ComputeCapabilitiesFilter(filters.BaseHostFilter):
                                       'req': requirement})
                 return False
         return True
+
+    def host_mask(self, table, rows, spec_obj):
+        if not spec_obj.flavor.obj_get('extra_specs'):
+            return np.ones(len(rows), dtype=bool)
+        return None
+
+    def memo_key(self, spec_obj):
+        extra_specs = spec_obj.flavor.obj_get('extra_specs') or {}
+        return tuple(sorted(extra_specs.items()))
 
     @staticmethod
     def _capability_path(host_state, key):

@@ -5,6 +5,7 @@ hosts are only removed here: without this filter they can be chosen.
 """
 
 from oslo_log import log as logging
+from oslo_utils import timeutils
 
 from scheduler import filters
 from scheduler import servicegroup
@@ -44,3 +45,14 @@ class ComputeFilter(filters.BaseHostFilter):
                         {'host_state': host_state})
             return False
         return True
+
+    def host_mask(self, table, rows, spec_obj):
+        columns = table.columns
+        age_us = table.heartbeat_age_us(timeutils.utcnow())[rows]
+        up = (~columns['forced_down'][rows] &
+              (age_us <= servicegroup.service_down_time() * 1000000))
+        mask = columns['has_service'][rows] & ~columns['disabled'][rows] & up
+        if not mask.all():
+            LOG.debug('%d host(s) are disabled, down or without a compute '
+                      'service', len(mask) - int(mask.sum()))
+        return mask

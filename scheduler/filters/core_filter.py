@@ -58,6 +58,23 @@ class BaseCoreFilter(filters.BaseHostFilter):
             return False
         return True
 
+    def host_mask(self, table, rows, spec_obj):
+        requested = spec_obj.vcpus
+        total = table.columns['vcpus_total'][rows]
+        limit = total * utils.allocation_ratio_rows(
+            self, table, rows, spec_obj, 'cpu_allocation_ratio')
+        too_big = (limit > 0) & (requested > total)
+        free = limit - table.columns['vcpus_used'][rows]
+        return (total == 0) | (~too_big & (free >= requested))
+
+    def apply_limits(self, host_state, spec_obj):
+        if not host_state.vcpus_total:
+            return
+        limit = host_state.vcpus_total * self._get_cpu_allocation_ratio(
+            host_state, spec_obj)
+        if limit > 0:
+            host_state.limits['vcpu'] = limit
+
 
 class CoreFilter(BaseCoreFilter):
     """BaseCoreFilter with the host's ``cpu_allocation_ratio``.
@@ -65,6 +82,8 @@ class CoreFilter(BaseCoreFilter):
     The ratio is the compute node's, else ``[DEFAULT] cpu_allocation_ratio``,
     else 16.0 (Nova's resolution, reference 3.2).
     """
+
+    uses_host_ratio = True
 
     def _get_cpu_allocation_ratio(self, host_state, spec_obj):
         return utils.host_allocation_ratio(host_state,

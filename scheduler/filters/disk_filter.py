@@ -54,6 +54,19 @@ class BaseDiskFilter(filters.BaseHostFilter):
         host_state.limits['disk_gb'] = limit / 1024
         return True
 
+    def host_mask(self, table, rows, spec_obj):
+        requested = spec_obj.requested_resources_disk_mb
+        total = table.columns['total_usable_disk_gb'][rows] * 1024
+        limit = total * utils.allocation_ratio_rows(
+            self, table, rows, spec_obj, 'disk_allocation_ratio')
+        usable = limit - (total - table.columns['free_disk_mb'][rows])
+        return (total >= requested) & (usable >= requested)
+
+    def apply_limits(self, host_state, spec_obj):
+        ratio = self._get_disk_allocation_ratio(host_state, spec_obj)
+        host_state.limits['disk_gb'] = (
+            host_state.total_usable_disk_gb * 1024 * ratio / 1024)
+
 
 class DiskFilter(BaseDiskFilter):
     """BaseDiskFilter with the host's ``disk_allocation_ratio``.
@@ -62,6 +75,8 @@ class DiskFilter(BaseDiskFilter):
     ``[DEFAULT] disk_allocation_ratio``, else 1.0 (Nova's resolution,
     reference 3.2).
     """
+
+    uses_host_ratio = True
 
     def _get_disk_allocation_ratio(self, host_state, spec_obj):
         return utils.host_allocation_ratio(host_state,

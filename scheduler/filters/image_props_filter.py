@@ -9,6 +9,7 @@ Nova's: ``canonicalize_arch``, ``canonicalize_hv_type`` and
 
 import re
 
+import numpy as np
 from oslo_log import log as logging
 
 from scheduler import filters
@@ -139,6 +140,21 @@ class ImagePropertiesFilter(filters.BaseHostFilter):
                       {'host_state': host_state, 'req': requested})
             return False
         return self._version_ok(host_state, props)
+
+    def host_mask(self, table, rows, spec_obj):
+        try:
+            requested = _requested_triple(_image_properties(spec_obj))
+        except InvalidImageProperty as exc:
+            LOG.warning('Image cannot be placed: %s', exc)
+            return np.zeros(len(rows), dtype=bool)
+        if not any(requested):
+            return np.ones(len(rows), dtype=bool)
+        return None
+
+    def memo_key(self, spec_obj):
+        props = _image_properties(spec_obj)
+        return (tuple(_requested_triple(props)),
+                props.get('img_hv_requested_version'))
 
     @staticmethod
     def _supports(supported, requested):

@@ -55,6 +55,19 @@ class BaseRamFilter(filters.BaseHostFilter):
         host_state.limits['memory_mb'] = limit
         return True
 
+    def host_mask(self, table, rows, spec_obj):
+        requested = spec_obj.memory_mb
+        total = table.columns['total_usable_ram_mb'][rows]
+        limit = total * utils.allocation_ratio_rows(
+            self, table, rows, spec_obj, 'ram_allocation_ratio')
+        usable = limit - (total - table.columns['free_ram_mb'][rows])
+        return (total >= requested) & (usable >= requested)
+
+    def apply_limits(self, host_state, spec_obj):
+        ratio = self._get_ram_allocation_ratio(host_state, spec_obj)
+        host_state.limits['memory_mb'] = (
+            host_state.total_usable_ram_mb * ratio)
+
 
 class RamFilter(BaseRamFilter):
     """BaseRamFilter with the host's ``ram_allocation_ratio``.
@@ -62,6 +75,8 @@ class RamFilter(BaseRamFilter):
     The ratio is the compute node's, else ``[DEFAULT] ram_allocation_ratio``,
     else 1.5 (Nova's resolution, reference 3.2).
     """
+
+    uses_host_ratio = True
 
     def _get_ram_allocation_ratio(self, host_state, spec_obj):
         return utils.host_allocation_ratio(host_state,

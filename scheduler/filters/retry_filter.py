@@ -3,6 +3,7 @@
 Follows Nova's RetryFilter (reference 2.5, 4.2, quirk 16).
 """
 
+import numpy as np
 from oslo_log import log as logging
 
 from scheduler import filters
@@ -29,3 +30,15 @@ class RetryFilter(filters.BaseHostFilter):
                      {'host': host_state.host, 'node': host_state.nodename})
             return False
         return True
+
+    def host_mask(self, table, rows, spec_obj):
+        retry = spec_obj.get('retry')
+        if retry is None:
+            return np.ones(len(rows), dtype=bool)
+        tried = [table.row_of[pair] for pair in retry.host_node_pairs()
+                 if pair in table.row_of]
+        mask = ~np.isin(rows, tried)
+        if not mask.all():
+            LOG.info('%d node(s) already tried fail the RetryFilter',
+                     len(mask) - int(mask.sum()))
+        return mask

@@ -13,6 +13,7 @@ import types
 from oslo_log import log as logging
 
 from scheduler import host_state as host_state_module
+from scheduler import loadables
 
 LOG = logging.getLogger(__name__)
 
@@ -99,6 +100,23 @@ def host_allocation_ratio(host_state, ratio_name):
     if value is None:
         return host_state_module.resolve_allocation_ratio(ratio_name, None)
     return value
+
+
+def allocation_ratio_rows(host_filter, table, rows, spec_obj, ratio_name):
+    """The ratio ``host_filter._get_<ratio_name>(host_state, spec_obj)``
+    gives each host of ``rows`` (a HostTable's intp row array), as a float
+    array: the table's column of the host's own ratio when the filter says
+    it uses that (``uses_host_ratio``, set by the class that defines the
+    hook), else the hook's value cached per host."""
+    hook = '_get_' + ratio_name
+    if getattr(host_filter, 'uses_host_ratio', False) and \
+            loadables.fast_form_applies(host_filter, 'uses_host_ratio',
+                                        (hook,)):
+        return table.columns[ratio_name][rows]
+    return table.memo(
+        host_filter, 'ratio',
+        lambda state: getattr(host_filter, hook)(state, spec_obj),
+        rows, dtype=float)
 
 
 def allocation_ratio_value(value):

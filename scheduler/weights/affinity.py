@@ -7,6 +7,7 @@ running its members, one with ``soft-anti-affinity`` the hosts running
 the fewest.  Unlike the affinity filters they never reject a host.
 """
 
+import numpy as np
 from oslo_log import log as logging
 
 from scheduler import weights
@@ -55,6 +56,13 @@ class _SoftAffinityWeigherBase(weights.BaseHostWeigher):
     def _weigh_object(self, host_state, weight_properties):
         return self.sign * group_members_on_host(
             host_state, weight_properties, self.policy)
+
+    def weigh_rows(self, table, rows, weight_properties):
+        group = weight_properties.get('instance_group')
+        if group is None or group.policy_name != self.policy:
+            return np.zeros(len(rows))
+        members = group.obj_get('members') or ()
+        return self.sign * table.instance_counts(members)[rows]
 
 
 class ServerGroupSoftAffinityWeigher(_SoftAffinityWeigherBase):

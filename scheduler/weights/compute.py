@@ -19,6 +19,7 @@ class BuildFailureWeigher(weights.BaseHostWeigher):
     """
 
     multiplier_option = 'build_failure_weight_multiplier'
+    column = 'failed_builds'
 
     def weight_multiplier(self, host_state):
         return -super().weight_multiplier(host_state)

@@ -21,3 +21,9 @@ class CPUWeigher(weights.BaseHostWeigher):
         ratio = utils.host_allocation_ratio(host_state,
                                             'cpu_allocation_ratio')
         return host_state.vcpus_total * ratio - host_state.vcpus_used
+
+    def weigh_rows(self, table, rows, weight_properties):
+        columns = table.columns
+        return (columns['vcpus_total'][rows] *
+                columns['cpu_allocation_ratio'][rows] -
+                columns['vcpus_used'][rows])

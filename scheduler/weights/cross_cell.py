@@ -3,6 +3,8 @@
 Follows Nova's CrossCellWeigher (Ussuri onwards; reference 5.2, 6.3).
 """
 
+import numpy as np
+
 from scheduler import weights
 from scheduler.objects import cell_mapping
 
@@ -42,3 +44,11 @@ class CrossCellWeigher(weights.BaseHostWeigher):
             return 0
         host_cell = host_state.cell_uuid or cell_mapping.SINGLE_CELL_UUID
         return 1 if host_cell == preferred else -1
+
+    def weigh_rows(self, table, rows, weight_properties):
+        if preferred_cell_uuid(weight_properties) is None:
+            return np.zeros(len(rows))
+        return None
+
+    def memo_key(self, weight_properties):
+        return preferred_cell_uuid(weight_properties)

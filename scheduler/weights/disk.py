@@ -14,6 +14,7 @@ class DiskWeigher(weights.BaseHostWeigher):
 
     minval = 0
     multiplier_option = 'disk_weight_multiplier'
+    column = 'free_disk_mb'
 
     def _weigh_object(self, host_state, weight_properties):
         return host_state.free_disk_mb

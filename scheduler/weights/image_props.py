@@ -18,6 +18,8 @@ Only the properties ImageMetaProps models are compared, on both sides.
 
 import collections
 
+import numpy as np
+
 from scheduler import metrics
 from scheduler import weights
 from scheduler.conf import CONF
@@ -92,3 +94,12 @@ class ImagePropertiesWeigher(weights.BaseHostWeigher):
         ratios = configured_ratios()
         return float(sum(count * (ratios.get(name, 0.0) if ratios else 1.0)
                          for (name, _), count in counts.items()))
+
+    def weigh_rows(self, table, rows, weight_properties):
+        if not requested_image_props(weight_properties):
+            return np.zeros(len(rows))
+        return None
+
+    def memo_key(self, weight_properties):
+        return (frozenset(requested_image_props(weight_properties)),
+                tuple(sorted(configured_ratios().items())))

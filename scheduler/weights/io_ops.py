@@ -15,6 +15,7 @@ class IoOpsWeigher(weights.BaseHostWeigher):
 
     minval = 0
     multiplier_option = 'io_ops_weight_multiplier'
+    column = 'num_io_ops'
 
     def _weigh_object(self, host_state, weight_properties):
         return host_state.num_io_ops

@@ -3,6 +3,8 @@
 Follows Nova's MetricsWeigher (Icehouse onwards; reference 5.2, 6.2).
 """
 
+import numpy as np
+
 from scheduler import exception
 from scheduler import metrics
 from scheduler import weights
@@ -51,6 +53,19 @@ class MetricsWeigher(weights.BaseHostWeigher):
             elif self._missing_metric_decides(host_state, name, ratio):
                 return CONF.metrics.weight_of_unavailable
         return total
+
+    def multiplier_key(self):
+        return CONF.metrics.weight_multiplier
+
+    def weigh_rows(self, table, rows, weight_properties):
+        if not metrics.configured_weight_setting():
+            return np.zeros(len(rows))
+        return None
+
+    def memo_key(self, weight_properties):
+        return (tuple(metrics.configured_weight_setting()),
+                CONF.metrics.required, CONF.metrics.weight_of_unavailable,
+                CONF.metrics.weight_multiplier)
 
     def _missing_metric_decides(self, host_state, name, ratio):
         """Whether a missing metric makes the host weigh

@@ -16,6 +16,7 @@ class RAMWeigher(weights.BaseHostWeigher):
 
     minval = 0
     multiplier_option = 'ram_weight_multiplier'
+    column = 'free_ram_mb'
 
     def _weigh_object(self, host_state, weight_properties):
         return host_state.free_ram_mb
