@@ -59,7 +59,7 @@ LOG = logging.getLogger(__name__)
 
 COMPUTE_BINARY = 'nova-compute'
 # How much earlier than the previous read the next one starts.
-CLOCK_MARGIN = datetime.timedelta(seconds=5)
+CLOCK_MARGIN = datetime.timedelta(seconds=1)
 
 
 def _enabled_filter_names():
@@ -152,7 +152,7 @@ class HostManager:
     def _apply_aggregates(self, hosts):
         for state in self._states_of(hosts):
             state.update(aggregates=self.aggregates_for(state.host))
-            self.table.sync([state])
+            self.table.sync([state], part='aggregates')
 
     def _states_of(self, hosts):
         table = self.table
@@ -288,7 +288,7 @@ class HostManager:
                 states.append(state)
         self._drop_dead_nodes({(s.host, s.nodename) for s in states})
         if self.table.matches(states):
-            self.table.sync(states)
+            self.table.sync(states, part='aggregates')
         else:
             self.table = HostTable(states)
         self._reread.clear()
@@ -332,10 +332,10 @@ class HostManager:
         if not self._same_nodes(computes, deleted, services):
             return False
         changed = self._apply_compute_rows(context, computes)
-        changed += self._apply_service_rows(services)
         changed += self._apply_instance_rows(
             context, db.instance_get_changed_since(context, since))
         self.table.sync(changed)
+        self.table.sync(self._apply_service_rows(services), part='service')
         self._last_read = started
         return True
 
@@ -372,8 +372,9 @@ class HostManager:
         changed = []
         for svc in services:
             for state in self._states_of([svc['host']]):
-                state.update(service=svc)
-                changed.append(state)
+                if state.service != svc:
+                    state.update(service=svc)
+                    changed.append(state)
         return changed
 
     def _apply_instance_rows(self, context, instances):

@@ -11,6 +11,11 @@ virtually consumed by ``consume_from_request`` between the instances of a
 request (reference 3.2, 3.3).  A row whose ``updated_at`` is older than the
 last local consumption is not copied, so the consumption stays until the
 compute node reports again.
+
+The resources copied from a row are what the compute node reports minus
+what schedulers have claimed on it and not yet seen reported
+(``claimed_vcpus``, ``claimed_memory_mb``, ``claimed_disk_gb``; see
+``scheduler.db.claims``).
 """
 
 import json
@@ -134,10 +139,13 @@ class HostState:
                         if updated_at else None)
 
     def _copy_resources(self, compute):
+        claimed_disk_gb = compute.get('claimed_disk_gb') or 0
         self.total_usable_ram_mb = compute['memory_mb']
-        self.free_ram_mb = compute['free_ram_mb'] or 0
+        self.free_ram_mb = ((compute['free_ram_mb'] or 0) -
+                            (compute.get('claimed_memory_mb') or 0))
         self.total_usable_disk_gb = compute['local_gb']
-        self.disk_mb_used = (compute.get('local_gb_used') or 0) * 1024
+        self.disk_mb_used = ((compute.get('local_gb_used') or 0) +
+                             claimed_disk_gb) * 1024
         free_gb = compute['free_disk_gb']
         least = compute.get('disk_available_least')
         if least is not None:
@@ -146,9 +154,10 @@ class HostState:
                           'expected (%s GB > %s GB)', self.host, least,
                           free_gb)
             free_gb = min(free_gb, least)
-        self.free_disk_mb = free_gb * 1024
+        self.free_disk_mb = (free_gb - claimed_disk_gb) * 1024
         self.vcpus_total = compute['vcpus']
-        self.vcpus_used = compute.get('vcpus_used') or 0
+        self.vcpus_used = ((compute.get('vcpus_used') or 0) +
+                           (compute.get('claimed_vcpus') or 0))
         self.numa_topology = compute.get('numa_topology')
         self.pci_stats = _json(compute.get('pci_stats'), None)
         self.stats = _json(compute.get('stats'), {}) or {}

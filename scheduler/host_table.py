@@ -58,7 +58,7 @@ def _heartbeat_us(state):
 
 # column name -> (dtype, value of a HostState).  Sizes as in HostState:
 # RAM and free disk in MiB, total disk in GiB, CPUs in vCPUs.
-COLUMNS = {
+RESOURCE_COLUMNS = {
     'free_ram_mb': (np.float64, lambda s: s.free_ram_mb),
     'total_usable_ram_mb': (np.float64, lambda s: s.total_usable_ram_mb),
     'free_disk_mb': (np.float64, lambda s: s.free_disk_mb),
@@ -72,18 +72,25 @@ COLUMNS = {
     'cpu_allocation_ratio': (np.float64, _ratio('cpu_allocation_ratio')),
     'ram_allocation_ratio': (np.float64, _ratio('ram_allocation_ratio')),
     'disk_allocation_ratio': (np.float64, _ratio('disk_allocation_ratio')),
+}
+# Columns of the host's ``service`` (the ``services`` row, a dict).
+SERVICE_COLUMNS = {
     'has_service': (bool, lambda s: bool(s.service)),
     'disabled': (bool, _service_flag('disabled')),
     'forced_down': (bool, _service_flag('forced_down')),
     'heartbeat_us': (np.int64, _heartbeat_us),
 }
+COLUMNS = {**RESOURCE_COLUMNS, **SERVICE_COLUMNS}
 
 
 class HostTable:
     """Columns over a fixed list of HostStates.
 
     ``states``: the HostStates, row order; ``columns``: ``{name: ndarray}``
-    (see ``COLUMNS``); ``row_version``: int64 array bumped by ``sync``.
+    (see ``COLUMNS``).  Two int64 version arrays tell caches what changed:
+    ``row_version`` is bumped by every ``sync`` except a service-only one
+    (a heartbeat), ``aggregate_version`` only when the host's aggregates
+    changed.
     """
 
     def __init__(self, states):
@@ -96,6 +103,7 @@ class HostTable:
         size = len(self.states)
         self.all_rows = np.arange(size, dtype=np.intp)
         self.row_version = np.zeros(size, dtype=np.int64)
+        self.aggregate_version = np.zeros(size, dtype=np.int64)
         self.columns = {
             name: np.fromiter((get(s) for s in self.states), dtype=dtype,
                               count=size)
@@ -118,16 +126,25 @@ class HostTable:
 
     # -- keeping it current ------------------------------------------------
 
-    def sync(self, states):
-        """Copy the columns of ``states`` (HostStates of this table) and
-        bump their row versions.  O(len(states))."""
+    def sync(self, states, part='all'):
+        """Copy the columns of ``states`` (HostStates of this table).
+
+        ``part``: ``'all'`` (bumps ``row_version``), ``'aggregates'``
+        (also bumps ``aggregate_version``) or ``'service'`` (copies the
+        service columns only; no version changes).  O(len(states)).
+        """
+        columns = SERVICE_COLUMNS if part == 'service' else COLUMNS
         for state in states:
             row = self.row_of.get((state.host, state.nodename))
             if row is None or self.states[row] is not state:
                 continue
-            for name, (_dtype, get) in COLUMNS.items():
+            for name, (_dtype, get) in columns.items():
                 self.columns[name][row] = get(state)
+            if part == 'service':
+                continue
             self.row_version[row] += 1
+            if part == 'aggregates':
+                self.aggregate_version[row] += 1
             self._reindex_instances(row, frozenset(state.instances))
 
     def _reindex_instances(self, row, uuids):
@@ -188,14 +205,18 @@ class HostTable:
         age[beats == _NO_HEARTBEAT] = np.iinfo(np.int64).max
         return age
 
-    def memo(self, owner, key, fn, rows, dtype=bool):
+    def memo(self, owner, key, fn, rows, dtype=bool, versions=None):
         """``fn(state)`` for the HostStates of ``rows``, as an array.
 
         Results are kept per ``(owner, key)``: a row is recomputed only
-        when it was synced since.  ``key`` must capture everything except
-        the HostState that ``fn`` depends on.  ``fn`` may raise; rows
-        computed before the exception stay cached.
+        when its version changed since (``versions``: ``row_version``, the
+        default, or ``aggregate_version`` for a function of the host's
+        aggregates only).  ``key`` must capture everything besides the
+        HostState that ``fn`` depends on; ``fn`` must not read the
+        host's ``service``, whose changes bump no version.  ``fn`` may
+        raise; rows computed before the exception stay cached.
         """
+        current = self.row_version if versions is None else versions
         cache = self._memos.setdefault(owner, collections.OrderedDict())
         entry = cache.get(key)
         if entry is None:
@@ -206,10 +227,10 @@ class HostTable:
                 cache.popitem(last=False)
         else:
             cache.move_to_end(key)
-        values, versions = entry
-        stale = rows[versions[rows] != self.row_version[rows]]
+        values, seen = entry
+        stale = rows[seen[rows] != current[rows]]
         states = self.states
         for row in stale.tolist():
             values[row] = fn(states[row])
-            versions[row] = self.row_version[row]
+            seen[row] = current[row]
         return values[rows]

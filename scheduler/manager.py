@@ -13,9 +13,12 @@ import oslo_messaging as messaging
 from oslo_db import exception as db_exc
 from oslo_log import log as logging
 from oslo_utils import uuidutils
+from sqlalchemy import exc as sa_exc
 
 from scheduler import drivers
 from scheduler import exception
+from scheduler.conf import CONF
+from scheduler.db import claims
 from scheduler.objects import aggregate as aggregate_obj
 from scheduler.objects import instance as instance_obj
 from scheduler.objects import request_spec as request_spec_obj
@@ -94,7 +97,10 @@ class SchedulerManager:
         try:
             selections = self.driver.select_destinations(
                 ctxt, spec_obj, instance_uuids, return_alternates)
-        except db_exc.DBError as exc:
+        except (db_exc.DBError, sa_exc.DBAPIError) as exc:
+            # oslo.db translates DBAPI errors into DBError, but not those
+            # raised while connecting under SQLAlchemy 2.1 (its
+            # handle_error hook is on the engine, 2.1 calls the dialect's).
             LOG.error('Database error while scheduling: %s', exc)
             raise exception.DatabaseUnavailable(
                 reason=type(exc).__name__) from exc
@@ -168,6 +174,8 @@ class SchedulerManager:
                  'delete_instance_info', 'instance_uuid must be a UUID')
         self.host_manager.delete_instance_info(ctxt, host_name,
                                                instance_uuid)
+        if CONF.scheduler.claim_resources:
+            claims.release(ctxt, instance_uuid)
 
     @messaging.expose
     @_cast_handler

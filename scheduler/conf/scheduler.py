@@ -75,6 +75,39 @@ scheduler_opts = [
                     '(our own option).  Set it to make placements '
                     'reproducible, e.g. for trace replays; unset means an '
                     'unpredictable seed.'),
+    cfg.IntOpt('full_refresh_interval', default=300, min=0,
+               help='Seconds between full re-reads of every compute node, '
+                    'compute service and instance row (our own option).  '
+                    'In between, each decision reads only the rows created, '
+                    'updated or deleted since the previous one, at a cost '
+                    'proportional to the rows changed.  A full read also '
+                    'happens whenever compute nodes appear or go, and it '
+                    'bounds how long the rows of a writer whose clock lags '
+                    'more than a second behind the scheduler\'s can stay '
+                    'unseen.  0 re-reads everything for every decision, as '
+                    'Nova did.'),
+    cfg.BoolOpt('claim_resources', default=True,
+                help='Claim the chosen node\'s vCPUs, RAM and disk in the '
+                     'database before returning it, so that several '
+                     'workers or services never overcommit a node (our '
+                     'own option).  Each claim is one conditional UPDATE '
+                     'of the ``compute_nodes`` row that only succeeds '
+                     'while reported usage plus earlier claims plus this '
+                     'request fit under the total times the allocation '
+                     'ratio; a lost race moves on to the next host.  A '
+                     'claim is released when the compute node\'s own '
+                     'usage report includes the instance, when the '
+                     'request fails, or after ``claim_timeout``.  When '
+                     'false, concurrent schedulers may overcommit a node, '
+                     'as Nova\'s filter scheduler may.'),
+    cfg.IntOpt('claim_timeout', default=300, min=1,
+               help='Seconds after which a resource claim whose instance '
+                    'never showed up on the chosen host is released (our '
+                    'own option, used with ``claim_resources``).  It must '
+                    'exceed the longest delay between the scheduler\'s '
+                    'answer and the compute node recording the instance '
+                    'and its usage, or the instance is briefly not '
+                    'counted.'),
 ]
 
 filter_scheduler_opts = [

@@ -17,7 +17,10 @@ tools can read ours.  Which of Nova's two databases each table follows:
 
 Our own additions, absent from Nova: ``compute_nodes.generation`` and the
 indexes on ``compute_nodes.updated_at``, ``compute_nodes.created_at`` and
-``services.updated_at``, which serve the scheduler's incremental refresh.
+``services.updated_at``, which serve the scheduler's incremental refresh;
+the resource claims of ``scheduler.db.claims``: the ``compute_nodes``
+columns ``claimed_vcpus``, ``claimed_memory_mb``, ``claimed_disk_gb`` and
+``claims_updated_at``, and the ``scheduler_claims`` table.
 
 All datetimes are naive UTC, as Nova stores them.  The JSON columns
 (``compute_nodes.stats``, ``cpu_info``, ``supported_instances``,
@@ -94,6 +97,14 @@ class ComputeNode(Base, TimestampMixin, SoftDeleteMixin):
     in GiB.  ``generation`` is our own column: it is bumped by every write,
     for optimistic concurrency (a reader can tell whether a row changed
     since it last saw it, and a writer whether it raced another one).
+
+    Also our own, written only by ``scheduler.db.claims``:
+    ``claimed_vcpus``, ``claimed_memory_mb`` (MiB) and ``claimed_disk_gb``
+    (GiB), the sums of the node's live ``scheduler_claims`` rows, and
+    ``claims_updated_at``, the ``updated_at`` that the last claim or
+    release wrote (NULL before the first one): while the two are equal,
+    the last write of the row was the scheduler's, not a usage report of
+    the compute node.
     """
 
     __tablename__ = 'compute_nodes'
@@ -104,6 +115,7 @@ class ComputeNode(Base, TimestampMixin, SoftDeleteMixin):
         Index('compute_nodes_uuid_idx', 'uuid', unique=True),
         Index('compute_nodes_updated_at_idx', 'updated_at'),
         Index('compute_nodes_created_at_idx', 'created_at'),
+        Index('compute_nodes_deleted_at_idx', 'deleted_at'),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -137,6 +149,13 @@ class ComputeNode(Base, TimestampMixin, SoftDeleteMixin):
     disk_allocation_ratio: Mapped[float | None] = mapped_column(Float)
     mapped: Mapped[int | None] = _counter()
     generation: Mapped[int] = _counter(nullable=False)
+    # Our own: the sums of the live scheduler_claims rows of this node
+    # (vCPUs, MiB, GiB), and when a claim or release last wrote the row.
+    claimed_vcpus: Mapped[int] = _counter(nullable=False)
+    claimed_memory_mb: Mapped[int] = _counter(nullable=False)
+    claimed_disk_gb: Mapped[int] = _counter(nullable=False)
+    claims_updated_at: Mapped[datetime.datetime | None] = mapped_column(
+        DateTime)
 
 
 class Service(Base, TimestampMixin, SoftDeleteMixin):
@@ -151,6 +170,8 @@ class Service(Base, TimestampMixin, SoftDeleteMixin):
                          name='uniq_services0host0binary0deleted'),
         Index('services_uuid_idx', 'uuid', unique=True),
         Index('services_updated_at_idx', 'updated_at'),
+        Index('services_created_at_idx', 'created_at'),
+        Index('services_deleted_at_idx', 'deleted_at'),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -232,6 +253,9 @@ class Instance(Base, TimestampMixin, SoftDeleteMixin):
               'host', 'deleted', 'cleaned'),
         Index('instances_uuid_deleted_idx', 'uuid', 'deleted'),
         Index('instances_project_id_deleted_idx', 'project_id', 'deleted'),
+        Index('instances_updated_at_idx', 'updated_at'),
+        Index('instances_created_at_idx', 'created_at'),
+        Index('instances_deleted_at_idx', 'deleted_at'),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True,
@@ -304,3 +328,40 @@ class InstanceGroupPolicy(Base, TimestampMixin):
     group_id: Mapped[int] = mapped_column(
         Integer, ForeignKey('instance_groups.id'), nullable=False)
     rules: Mapped[str | None] = mapped_column(Text)
+
+
+class SchedulerClaim(Base, TimestampMixin):
+    """A resource claim of the scheduler (``scheduler_claims``, our own).
+
+    One row per instance for which a scheduler reserved room on a compute
+    node and whose usage the node has not reported yet: ``vcpus``,
+    ``memory_mb`` (MiB) and ``disk_gb`` (GiB) on ``compute_node_id``
+    (``host`` is that node's service host name).  The same amounts are
+    added to the node's ``claimed_*`` columns.  A row is never updated: a
+    new claim for the same instance replaces it with a new id.
+    ``expires_at`` (naive UTC) is when the claim is dropped if the
+    instance never shows up.  Ids are never reused (``AUTOINCREMENT`` on
+    SQLite), so a row id names one claim forever.  See
+    ``scheduler.db.claims``.
+    """
+
+    __tablename__ = 'scheduler_claims'
+    __table_args__ = (
+        UniqueConstraint('instance_uuid',
+                         name='uniq_scheduler_claims0instance_uuid'),
+        Index('scheduler_claims_compute_node_id_idx', 'compute_node_id'),
+        Index('scheduler_claims_expires_at_idx', 'expires_at'),
+        # Ids are never reused, on SQLite too (AUTOINCREMENT).
+        {'sqlite_autoincrement': True},
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True,
+                                    autoincrement=True)
+    instance_uuid: Mapped[str] = mapped_column(String(36), nullable=False)
+    compute_node_id: Mapped[int] = mapped_column(Integer, nullable=False)
+    host: Mapped[str | None] = mapped_column(String(255))
+    vcpus: Mapped[int] = mapped_column(Integer, nullable=False)
+    memory_mb: Mapped[int] = mapped_column(Integer, nullable=False)
+    disk_gb: Mapped[int] = mapped_column(Integer, nullable=False)
+    expires_at: Mapped[datetime.datetime] = mapped_column(
+        DateTime, nullable=False)

@@ -22,15 +22,34 @@ Alternates (Queens): each instance's list is completed with other hosts in
 weight order, not selected for this request, up to ``max_attempts`` hosts
 in all.  Decisions of one process are serialised by the host manager's
 lock, so concurrent requests never consume the same capacity twice here.
+
+With ``[scheduler] claim_resources`` (the default), the chosen node's
+vCPUs, RAM and disk (root + ephemeral, as the consumption) are claimed in
+the database before the node is kept (``scheduler.db.claims``): other
+workers and services sharing the database can never together overcommit
+it.  A claim that fails (another scheduler took the room first) re-reads
+that node at the next refresh and moves on to the next host of the
+sorted list, the lost race logged at INFO; a request that fails releases
+the claims it took.  Alternates are not claimed (Nova's conductor claims
+them itself when it retries), nor are forced hosts or nodes: they skip
+the filters, capacity included, as an operator's override (Nova before
+Placement).
+
+Rows and HostStates: the hosts travel as row arrays of the host manager's
+``HostTable``, filtered and weighed in vectorised form; the per-host
+plug-in contract is used for filters and weighers without one, with the
+same answers (see ``scheduler.filters`` and ``scheduler.weights``).
 """
 
 import numpy as np
 from oslo_log import log as logging
+from oslo_utils import uuidutils
 
 from scheduler import exception
 from scheduler import live_migration
 from scheduler import notifications
 from scheduler.conf import CONF
+from scheduler.db import claims
 from scheduler.drivers import base
 from scheduler.objects import selection as selection_obj
 
@@ -65,12 +84,14 @@ class FilterScheduler(base.Scheduler):
         states = manager.get_all_host_states(context)
         live_migration.check_requested_destination(states, spec_obj)
         num = self.num_instances(spec_obj, instance_uuids)
+        uuids = _instance_uuids(spec_obj, instance_uuids, num)
         rows = manager.table.all_rows
         selected = []
         limit_filters = []
         for index in range(num):
             rows = self._get_sorted_rows(spec_obj, rows, index,
                                          limit_filters)
+            rows = self._claim_first(context, spec_obj, rows, uuids[index])
             if not len(rows):
                 break
             chosen = manager.table.states[rows[0]]
@@ -80,7 +101,8 @@ class FilterScheduler(base.Scheduler):
                 group.add_host(chosen.host)
             selected.append(chosen)
         if len(selected) < num:
-            self._release(selected, spec_obj, num)
+            self._release(context, selected, spec_obj, num,
+                          uuids[:len(selected)])
         if return_alternates and num > 1:
             rows = self._get_sorted_rows(spec_obj, rows, num - 1,
                                          limit_filters, pick=False)
@@ -92,7 +114,30 @@ class FilterScheduler(base.Scheduler):
                 host_filter.apply_limits(state, spec_obj)
         return self._selections(selected, alternates, max_hosts)
 
-    def _release(self, selected, spec_obj, num):
+    def _claim_first(self, context, spec_obj, rows, instance_uuid):
+        """Claim the first host of ``rows``; on a lost race, drop it and
+        try the next.  Returns ``rows`` from the claimed host on (empty
+        when none could be claimed).  Without ``claim_resources``,
+        ``rows`` unchanged."""
+        if not CONF.scheduler.claim_resources or _forced(spec_obj):
+            return rows
+        flavor = spec_obj.flavor
+        table = self.host_manager.table
+        while len(rows):
+            state = table.states[rows[0]]
+            if claims.claim(context, state.compute_id, instance_uuid,
+                            flavor.vcpus, flavor.memory_mb,
+                            flavor.root_gb + flavor.ephemeral_gb):
+                return rows
+            LOG.info('Another scheduler claimed the room on %s:%s first; '
+                     'trying the next host', state.host, state.nodename)
+            self.host_manager.forget_consumption([state])
+            rows = rows[1:]
+        return rows
+
+    def _release(self, context, selected, spec_obj, num, uuids):
+        if CONF.scheduler.claim_resources and uuids:
+            claims.release_many(context, uuids)
         self.host_manager.forget_consumption(selected)
         LOG.debug('Found %d of %d requested host(s) for instance %s',
                   len(selected), num, spec_obj.obj_get('instance_uuid'))
@@ -126,6 +171,14 @@ class FilterScheduler(base.Scheduler):
         return np.concatenate((np.asarray(best, dtype=rows.dtype),
                                rows[ties:]))
 
+    def run_periodic_tasks(self, context):
+        """Release the expired and superseded claims
+        (``claims.reconcile``)."""
+        if CONF.scheduler.claim_resources:
+            counts = claims.reconcile(context)
+            LOG.debug('Claims released: %(expired)d expired, '
+                      '%(superseded)d superseded', counts)
+
     @staticmethod
     def _selections(selected, alternates, max_hosts):
         chosen_keys = {(s.host, s.nodename) for s in selected}
@@ -141,3 +194,16 @@ class FilterScheduler(base.Scheduler):
                         alt))
             result.append(picks)
         return result
+
+
+def _instance_uuids(spec_obj, instance_uuids, num):
+    """One uuid per instance to claim for: the caller's, else the
+    request's ``instance_uuid`` for the first and new ones after."""
+    if instance_uuids:
+        return list(instance_uuids)
+    first = spec_obj.obj_get('instance_uuid') or uuidutils.generate_uuid()
+    return [first] + [uuidutils.generate_uuid() for _ in range(num - 1)]
+
+
+def _forced(spec_obj):
+    return bool(spec_obj.get('force_hosts') or spec_obj.get('force_nodes'))

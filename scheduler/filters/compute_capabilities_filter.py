@@ -63,6 +63,9 @@ class ComputeCapabilitiesFilter(filters.BaseHostFilter):
 
     def memo_key(self, spec_obj):
         extra_specs = spec_obj.flavor.obj_get('extra_specs') or {}
+        if any(key.split(':')[:2] in (['service'], [SCOPE, 'service'])
+               for key in extra_specs):
+            return None   # the service row changes without a version
         return tuple(sorted(extra_specs.items()))
 
     @staticmethod

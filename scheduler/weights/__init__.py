@@ -203,7 +203,8 @@ def _raw_weights(weigher, table, rows, weight_properties):
 
 def _multipliers(weigher, table, rows):
     return table.memo(weigher, ('multiplier', weigher.multiplier_key()),
-                      weigher.weight_multiplier, rows, dtype=np.float64)
+                      weigher.weight_multiplier, rows, dtype=np.float64,
+                      versions=table.aggregate_version)
 
 
 def _normalize_array(weights, minval=None, maxval=None):

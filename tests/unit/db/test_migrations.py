@@ -21,7 +21,8 @@ from scheduler.db import models
 
 TABLES = {'compute_nodes', 'services', 'aggregates', 'aggregate_hosts',
           'aggregate_metadata', 'instances', 'instance_groups',
-          'instance_group_member', 'instance_group_policy'}
+          'instance_group_member', 'instance_group_policy',
+          'scheduler_claims'}
 
 
 def _head():

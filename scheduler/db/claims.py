@@ -1,0 +1,620 @@
+"""Atomic resource claims: many schedulers, one database, no overcommit.
+
+Before a scheduler returns a compute node it claims the instance's vCPUs,
+RAM (MiB) and disk (GiB) on that node with ``claim``: one conditional
+UPDATE of the ``compute_nodes`` row that adds the amounts to the row's
+``claimed_vcpus`` / ``claimed_memory_mb`` / ``claimed_disk_gb`` only while
+they still fit, and one ``scheduler_claims`` row recording the claim, in
+the same transaction.  The database serialises the UPDATEs of one row
+(row locks on PostgreSQL and MySQL, which re-check the WHERE clause on
+the newest row version; the database lock on SQLite), so any number of
+threads, worker processes and services sharing the database can never
+together exceed a node's capacity.  ``claim`` returning False (0 rows
+matched: no room, or another scheduler took it first) tells the caller
+to try its next host.
+
+What a node holds
+=================
+
+For each resource, with ``ratio`` the row's allocation ratio when it is
+neither NULL nor 0, else the caller's default (from the config, see
+``config_ratios``)::
+
+    vcpus:     vcpus_used     + claimed_vcpus     <= vcpus     * cpu ratio
+    memory_mb: memory_mb_used + claimed_memory_mb <= memory_mb * ram ratio
+    disk_gb:   local_gb_used  + claimed_disk_gb   <= local_gb  * disk ratio
+
+``*_used`` is the compute node's own usage report (Nova's resource
+tracker writes it), ``claimed_*`` the sum of the live claims.  As in
+Nova's CoreFilter, a node reporting ``vcpus = 0`` is not checked for CPU.
+As in Nova's RamFilter, CoreFilter and DiskFilter, an instance may not
+overcommit against itself: its request may not exceed the node's
+un-overcommitted total (``memory_mb``, ``vcpus`` when not 0, ``local_gb``).
+
+How claims and usage reports are reconciled
+===========================================
+
+An instance must be counted at least once from the moment a scheduler
+chooses its node until it is gone, and should be counted exactly once
+when things settle.  Its claim is removed by exactly one of:
+
+1. ``release`` / ``release_many``: the request failed, the instance was
+   deleted, or the caller gave up on the node.
+2. ``claim`` for the same instance uuid (a re-schedule): the old claim
+   is replaced in the same transaction as the new one is taken.
+3. ``reconcile``, *superseded*: the compute node's usage report includes
+   the instance.  A claim is superseded when, in one query,
+
+   a. a live ``instances`` row has ``uuid = claim.instance_uuid`` and
+      ``host = claim.host`` (the compute service recorded the instance on
+      the claimed host), and
+   b. the claim's ``compute_nodes`` row has ``updated_at`` later than
+      the instance row's ``COALESCE(updated_at, created_at)`` (the node
+      wrote its row after the instance was recorded on it), and
+   c. that ``updated_at`` is not the scheduler's own write:
+      ``claims_updated_at IS NULL OR updated_at <> claims_updated_at``.
+
+   Nova's resource tracker (``instance_claim``) saves ``instance.host``
+   first and then, under the same lock, the node's usage including the
+   instance; every later report includes it too, until it is deleted or
+   moved away.  So a node write after the instance was recorded that is
+   not a claim or release means the report includes the instance.  Claim
+   and release write ``updated_at = claims_updated_at = now`` on the node
+   (so that other schedulers' incremental refresh sees the new
+   ``claimed_*``); rule (c) keeps such writes from passing for a usage
+   report, which would release the claim of an instance the report does
+   not include yet.  When the newest write is a claim, superseding waits
+   for the node's next report (or expiry); so does it for a compute
+   service that writes its usage before recording ``instance.host``.
+   All comparisons are strict, so equal timestamps (MySQL ``DATETIME``
+   keeps whole seconds) err on the side of keeping the claim.
+4. ``reconcile``, *expired*: ``expires_at <= now`` (``claim_timeout``
+   after the claim) and not superseded.  Either the instance never
+   showed up on the host (build aborted, caller gone), or it did but no
+   node write that is not a claim came after it (Nova's resource tracker
+   only writes a row that changed, and claims on a busy node may hide its
+   reports).  In the second case the node's usage has included the
+   instance since the compute's own claim, so the release is right too.
+
+Between the node's report and the claim's release an instance counts
+twice (claim and report): conservative, it can only make a scheduler
+say "no room" too early, never overcommit.  It never counts zero times
+provided the compute node records the instance and writes its usage
+within ``claim_timeout`` of the claim (the default, 300 s, is far above
+the time a build request takes to reach the compute's resource tracker).
+A claim for an instance that is moved (the instance row keeps the source
+host until the move completes) stays until the move completes and the
+destination reports, or until it expires.
+
+Every release deletes the claim row by id and subtracts its amounts only
+if that DELETE removed the row, in one transaction, so concurrent
+releases of the same claim (a fanout cast received by several workers,
+several reconcilers) subtract it once.  Claim rows are never updated: a
+replacement has a new id, and ids are never reused (``AUTOINCREMENT`` on
+SQLite), so a release working from an older read never removes a newer
+claim.
+
+Transactions and errors
+=======================
+
+Every function runs in its own oslo.db enginefacade transaction on the
+``context_manager`` of ``scheduler.db.api``; call them outside of an
+enclosing writer transaction, since a claim protects nothing until it is
+committed.  The claim row a writer works on is looked up first in a short
+transaction of its own (on the writer engine, never a lagging replica),
+so that the writer's first statement takes a row lock (no
+SHARED-to-RESERVED upgrade on SQLite, no stale read view on MariaDB);
+the writer then checks by row counts that what it read still holds, and
+starts over when it does not.  Deadlocks, MariaDB's "record
+has changed since last read" and such restarts are retried
+(``oslo_db.api.wrap_db_retry``, up to ``MAX_RETRIES`` times with a short
+jittered back-off); other database errors (``DBConnectionError``,
+``DBError``) propagate unchanged for the caller to map.
+
+Datetimes are naive UTC, as everywhere in ``scheduler.db``.
+"""
+
+import collections
+import datetime
+
+import sqlalchemy as sa
+from oslo_db import api as oslo_db_api
+from oslo_db import exception as db_exc
+from oslo_utils import timeutils
+
+from scheduler import exception
+from scheduler import host_state
+from scheduler.conf import CONF
+from scheduler.db import api
+from scheduler.db import models
+
+context_manager = api.context_manager
+
+COMPUTE_NODES = api.COMPUTE_NODES
+INSTANCES = api.INSTANCES
+CLAIMS = models.SchedulerClaim.__table__
+
+RATIO_NAMES = ('cpu_allocation_ratio', 'ram_allocation_ratio',
+               'disk_allocation_ratio')
+
+# Retries of a claim or release after a deadlock or a lost re-check.
+MAX_RETRIES = 10
+
+
+class Resource(collections.namedtuple(
+        'Resource', 'name total used claimed ratio')):
+    """One claimable resource: its name in the claim (``vcpus``,
+    ``memory_mb``, ``disk_gb``), and the ``compute_nodes`` columns of its
+    total, reported usage and claimed sum, and its ratio's name."""
+
+
+RESOURCES = (
+    Resource('vcpus', 'vcpus', 'vcpus_used', 'claimed_vcpus',
+             'cpu_allocation_ratio'),
+    Resource('memory_mb', 'memory_mb', 'memory_mb_used', 'claimed_memory_mb',
+             'ram_allocation_ratio'),
+    Resource('disk_gb', 'local_gb', 'local_gb_used', 'claimed_disk_gb',
+             'disk_allocation_ratio'),
+)
+_BY_NAME = {resource.name: resource for resource in RESOURCES}
+
+
+class ClaimChanged(Exception):
+    """A claim row changed between its read and the writer's check, more
+    than ``MAX_RETRIES`` times in a row (only under extreme contention on
+    one instance uuid)."""
+
+
+def _is_retryable(exc):
+    # DBDuplicateEntry: a concurrent claim for the same instance uuid
+    # inserted its row first; the retry replaces it.
+    return isinstance(exc, (db_exc.DBDuplicateEntry,
+                            db_exc.DBConsistencyError))
+
+
+_retry = oslo_db_api.wrap_db_retry(
+    max_retries=MAX_RETRIES, retry_interval=0.02, max_retry_interval=0.5,
+    retry_on_deadlock=True, exception_checker=_is_retryable, jitter=True)
+
+
+# -------------------------------------------------------------- helpers --
+
+def _utcnow():
+    return timeutils.utcnow()
+
+
+def config_ratios():
+    """The allocation ratios configured for nodes that set none.
+
+    :returns: ``{'cpu_allocation_ratio': float, 'ram_allocation_ratio':
+        float, 'disk_allocation_ratio': float}``: ``[DEFAULT]`` options,
+        else Nova's defaults (16.0, 1.5, 1.0), as
+        ``host_state.resolve_allocation_ratio`` resolves them.
+    """
+    return {name: host_state.resolve_allocation_ratio(name, None)
+            for name in RATIO_NAMES}
+
+
+def default_expires_at(now=None):
+    """``now`` (default: the current naive UTC time) plus
+    ``[scheduler] claim_timeout`` seconds."""
+    now = now or _utcnow()
+    return now + datetime.timedelta(seconds=CONF.scheduler.claim_timeout)
+
+
+def _resolved_ratios(ratios):
+    """Complete ``ratios``: missing, None or 0 entries come from
+    ``config_ratios``; all must be positive numbers."""
+    resolved = config_ratios()
+    for name, value in (ratios or {}).items():
+        if name not in resolved:
+            raise exception.Invalid(reason='unknown ratio %r' % name)
+        if value:
+            resolved[name] = value
+    for name, value in resolved.items():
+        if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or not value > 0):
+            raise exception.Invalid(reason='%s must be a positive number, '
+                                    'not %r' % (name, value))
+        resolved[name] = float(value)
+    return resolved
+
+
+def _amounts(vcpus, memory_mb, disk_gb):
+    """``{'vcpus': n, 'memory_mb': n, 'disk_gb': n}`` of non-negative
+    ints, or Invalid."""
+    amounts = {'vcpus': vcpus, 'memory_mb': memory_mb, 'disk_gb': disk_gb}
+    for name, value in amounts.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise exception.Invalid(reason='claimed %s must be a '
+                                    'non-negative integer, not %r'
+                                    % (name, value))
+    return amounts
+
+
+def _rows(session, statement):
+    """Run a Core ``select``; return its rows as dicts."""
+    return [dict(row) for row in session.execute(statement).mappings()]
+
+
+def _chunks(items, size):
+    items = list(items)
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def _column(name):
+    return COMPUTE_NODES.c[name]
+
+
+def _ratio(resource, ratios):
+    """SQL: the row's ratio when neither NULL nor 0, else the default."""
+    column = _column(resource.ratio)
+    return sa.func.coalesce(sa.func.nullif(column, 0.0),
+                            sa.literal(ratios[resource.ratio], sa.Float))
+
+
+def _capacity(resource, ratios):
+    """SQL: ``total * ratio`` (a float)."""
+    return _column(resource.total) * _ratio(resource, ratios)
+
+
+def _fits(resource, ratios, requested, credit):
+    """SQL: ``requested`` more of ``resource`` fit on the row, counting
+    ``credit`` (the part of ``claimed`` that this claim replaces) as
+    free."""
+    total = _column(resource.total)
+    free = (_capacity(resource, ratios) - _column(resource.used)
+            - _column(resource.claimed))
+    fits = sa.and_(total >= requested, free >= requested - credit)
+    if resource.name == 'vcpus':
+        return sa.or_(total == 0, fits)  # Nova's CoreFilter lets it pass
+    return fits
+
+
+def _overcommitted(resource, ratios):
+    """SQL: reported usage plus claims exceed the capacity."""
+    over = (_column(resource.used) + _column(resource.claimed)
+            > _capacity(resource, ratios))
+    if resource.name == 'vcpus':
+        return sa.and_(_column(resource.total) != 0, over)
+    return over
+
+
+def _claim_row_select():
+    return sa.select(CLAIMS).order_by(CLAIMS.c.id)
+
+
+def _find_claims(context, instance_uuids):
+    """The claim rows of ``instance_uuids``, read in one short transaction
+    on the writer engine (one query per ``api.IN_CHUNK_SIZE`` uuids), by
+    id."""
+    rows = []
+    with context_manager.writer.using(context) as session:
+        for chunk in _chunks(sorted(set(instance_uuids)),
+                                 api.IN_CHUNK_SIZE):
+            statement = _claim_row_select().where(
+                CLAIMS.c.instance_uuid.in_(chunk))
+            rows.extend(_rows(session, statement))
+    return sorted(rows, key=lambda row: row['id'])
+
+
+def _find_claim(context, instance_uuid):
+    found = _find_claims(context, [instance_uuid])
+    return found[0] if found else None
+
+
+def _node_claim_values(deltas, now):
+    """SET values adding ``deltas`` ({resource name: int}) to the
+    ``claimed_*`` columns, bumping ``generation`` and stamping
+    ``updated_at`` and ``claims_updated_at`` with ``now``."""
+    values = {_BY_NAME[name].claimed: _column(_BY_NAME[name].claimed) + delta
+              for name, delta in deltas.items()}
+    values.update(generation=COMPUTE_NODES.c.generation + 1,
+                  updated_at=now, claims_updated_at=now)
+    return values
+
+
+def _take(session, compute_node_id, amounts, credit, ratios, now):
+    """The conditional UPDATE of a claim; True when the row matched."""
+    deltas = {name: amounts[name] - credit[name] for name in amounts}
+    conditions = [_fits(_BY_NAME[name], ratios, amounts[name], credit[name])
+                  for name in amounts]
+    statement = (sa.update(COMPUTE_NODES)
+                 .where(COMPUTE_NODES.c.id == compute_node_id,
+                        COMPUTE_NODES.c.deleted == 0, *conditions)
+                 .values(**_node_claim_values(deltas, now)))
+    return session.execute(statement).rowcount == 1
+
+
+def _subtract(session, rows, now):
+    """Take the amounts of the released claim ``rows`` off their nodes'
+    ``claimed_*``, one UPDATE per node, in node id order (deleted nodes
+    too: their sums stay exact)."""
+    by_node = collections.defaultdict(lambda: dict.fromkeys(_BY_NAME, 0))
+    for row in rows:
+        for name in _BY_NAME:
+            by_node[row['compute_node_id']][name] -= row[name]
+    for node_id in sorted(by_node):
+        statement = (sa.update(COMPUTE_NODES)
+                     .where(COMPUTE_NODES.c.id == node_id)
+                     .values(**_node_claim_values(by_node[node_id], now)))
+        session.execute(statement)
+
+
+def _delete_row(session, row):
+    """DELETE one claim row by id (ids are never reused) and instance
+    uuid; True when this call removed it."""
+    statement = sa.delete(CLAIMS).where(
+        CLAIMS.c.id == row['id'],
+        CLAIMS.c.instance_uuid == row['instance_uuid'])
+    return session.execute(statement).rowcount == 1
+
+
+def _release_rows(session, rows, now):
+    """Delete ``rows`` (claim dicts) by id and subtract those this
+    transaction removed; return them."""
+    released = [row for row in rows if _delete_row(session, row)]
+    _subtract(session, released, now)
+    return released
+
+
+def _node_host(session, compute_node_id):
+    statement = sa.select(COMPUTE_NODES.c.host).where(
+        COMPUTE_NODES.c.id == compute_node_id)
+    return session.execute(statement).scalar()
+
+
+# --------------------------------------------------------------- claims --
+
+@_retry
+def claim(context, compute_node_id, instance_uuid, vcpus, memory_mb,
+          disk_gb, ratios=None, expires_at=None):
+    """Claim room for one instance on one compute node, atomically.
+
+    In one writer transaction: one conditional ``UPDATE compute_nodes SET
+    claimed_* = claimed_* + amount, generation = generation + 1,
+    updated_at = claims_updated_at = now WHERE id = :id AND deleted = 0
+    AND <each resource fits>`` (see the module docstring for the fit
+    rule), then, when it matched the row, the ``scheduler_claims`` row.
+    An existing claim for ``instance_uuid`` (a re-schedule) is replaced in
+    the same transaction: its amounts count as free when it is on the same
+    node, and are taken off its node otherwise.
+
+    :param context: a ``RequestContext``.
+    :param compute_node_id: ``compute_nodes.id`` of the chosen node.
+    :param instance_uuid: the instance the room is for (str, 36 chars).
+    :param vcpus: vCPUs to claim (int >= 0).
+    :param memory_mb: RAM to claim in MiB (int >= 0).
+    :param disk_gb: disk to claim in GiB (int >= 0): root + ephemeral,
+        plus swap rounded up if the caller counts it.
+    :param ratios: ``{'cpu_allocation_ratio': float,
+        'ram_allocation_ratio': float, 'disk_allocation_ratio': float}``,
+        the ratios of nodes whose row sets none (NULL or 0); missing, None
+        or 0 entries come from ``config_ratios()``.
+    :param expires_at: naive UTC datetime after which ``reconcile``
+        releases the claim; default ``default_expires_at()`` (now plus
+        ``[scheduler] claim_timeout``).
+    :returns: True when claimed; False when it does not fit (no room, a
+        lost race, or no live node ``compute_node_id``), in which case
+        nothing changed, the old claim of a re-schedule included.
+    :raises scheduler.exception.Invalid: a negative or non-integer
+        amount, or a ratio that is not a positive number.
+    :raises ClaimChanged: the instance's claim kept changing under this
+        call (``MAX_RETRIES`` times).
+    :raises oslo_db.exception.DBError: database errors, unchanged.
+    """
+    amounts = _amounts(vcpus, memory_mb, disk_gb)
+    ratios = _resolved_ratios(ratios)
+    expires_at = expires_at or default_expires_at()
+    old = _find_claim(context, instance_uuid)
+    same_node = old is not None and old['compute_node_id'] == compute_node_id
+    credit = {name: old[name] if same_node else 0 for name in amounts}
+    now = _utcnow()
+    with context_manager.writer.using(context) as session:
+        if not _take(session, compute_node_id, amounts, credit, ratios,
+                     now):
+            return False
+        if old is not None:
+            if not _delete_row(session, old):
+                # Released or replaced since it was read: roll back and
+                # start over with the current claim.
+                raise db_exc.RetryRequest(ClaimChanged(
+                    'claim of instance %s changed' % instance_uuid))
+            if not same_node:
+                _subtract(session, [old], now)
+        values = dict(amounts, instance_uuid=instance_uuid,
+                      compute_node_id=compute_node_id,
+                      host=_node_host(session, compute_node_id),
+                      expires_at=expires_at, created_at=now)
+        session.execute(sa.insert(CLAIMS).values(**values))
+        return True
+
+
+@_retry
+def release(context, instance_uuid):
+    """Release the claim of ``instance_uuid``, if there is one.
+
+    In one writer transaction: DELETE the claim row by id and, only when
+    that DELETE removed it, subtract its amounts from its node's
+    ``claimed_*`` (also bumping ``generation`` and setting ``updated_at``
+    and ``claims_updated_at``).  Idempotent, and safe when several workers
+    or services release the same instance at once: exactly one of them
+    subtracts.
+
+    :returns: True when this call released a claim; False when there was
+        none (never claimed, already released, or replaced concurrently).
+    :raises oslo_db.exception.DBError: database errors, unchanged.
+    """
+    old = _find_claim(context, instance_uuid)
+    if old is None:
+        return False
+    with context_manager.writer.using(context) as session:
+        return bool(_release_rows(session, [old], _utcnow()))
+
+
+@_retry
+def release_many(context, instance_uuids):
+    """Release the claims of all ``instance_uuids`` (an iterable of str),
+    e.g. of a multi-instance request that failed, in one writer
+    transaction; uuids without a claim are skipped.  Same guarantees as
+    ``release``.
+
+    :returns: the number of claims this call released (int).
+    :raises oslo_db.exception.DBError: database errors, unchanged.
+    """
+    rows = _find_claims(context, instance_uuids)
+    if not rows:
+        return 0
+    with context_manager.writer.using(context) as session:
+        return len(_release_rows(session, rows, _utcnow()))
+
+
+@_retry
+def _release_one(context, row):
+    """Release one claim row (dict) found by ``reconcile``; True when this
+    call removed it."""
+    with context_manager.writer.using(context) as session:
+        return bool(_release_rows(session, [row], _utcnow()))
+
+
+def _superseded_select():
+    instance_time = sa.func.coalesce(INSTANCES.c.updated_at,
+                                     INSTANCES.c.created_at)
+    node = COMPUTE_NODES.c
+    joined = CLAIMS.join(
+        COMPUTE_NODES, node.id == CLAIMS.c.compute_node_id).join(
+        INSTANCES, sa.and_(INSTANCES.c.uuid == CLAIMS.c.instance_uuid,
+                           INSTANCES.c.host == CLAIMS.c.host,
+                           INSTANCES.c.deleted == 0))
+    return (sa.select(CLAIMS).select_from(joined)
+            .where(node.updated_at > instance_time,
+                   sa.or_(node.claims_updated_at.is_(None),
+                          node.updated_at != node.claims_updated_at))
+            .order_by(CLAIMS.c.id))
+
+
+def _expired_select(now):
+    return _claim_row_select().where(CLAIMS.c.expires_at <= now)
+
+
+def reconcile(context, now=None):
+    """Release the claims that usage reports superseded or that expired.
+
+    A claim is *superseded* when its instance is recorded on its host and
+    its node wrote a usage report since (rules 3a-c of the module
+    docstring), and *expired* when ``expires_at <= now`` and it is not
+    superseded.  Candidates are read in one read transaction, then each
+    is released by id in its own writer transaction, as ``release`` does,
+    so concurrent reconcilers (and releases) subtract every claim once.
+
+    :param now: naive UTC datetime compared with ``expires_at``; default
+        the current time.
+    :returns: ``{'expired': int, 'superseded': int}``, the claims this
+        call released (those another caller released first not counted).
+    :raises oslo_db.exception.DBError: database errors, unchanged.
+    """
+    now = now or _utcnow()
+    with context_manager.reader.using(context) as session:
+        superseded = _rows(session, _superseded_select())
+        expired = _rows(session, _expired_select(now))
+    superseded_ids = {row['id'] for row in superseded}
+    expired = [row for row in expired if row['id'] not in superseded_ids]
+    return {'expired': sum(_release_one(context, row) for row in expired),
+            'superseded': sum(_release_one(context, row)
+                              for row in superseded)}
+
+
+# -------------------------------------------------------------- reports --
+
+def overcommitted_nodes(context, ratios=None):
+    """Find the live nodes whose reported usage plus claims exceed their
+    capacity, for load tests and audits.
+
+    Uses the ratio resolution and the ``vcpus = 0`` exception of
+    ``claim``; a node overcommitted on several resources appears once per
+    resource.  Floats are compared as the database computes them.
+
+    :param ratios: as for ``claim`` (defaults of nodes without ratios).
+    :returns: list of ``{'id', 'host', 'hypervisor_hostname', 'resource'
+        ('vcpus', 'memory_mb' or 'disk_gb'), 'used' (reported, int),
+        'claimed' (int), 'capacity' (total * ratio, float)}``, by node id
+        then resource in that order; empty when nothing is overcommitted.
+    :raises scheduler.exception.Invalid: a ratio is not a positive number.
+    """
+    ratios = _resolved_ratios(ratios)
+    node = COMPUTE_NODES.c
+    columns = [node.id, node.host, node.hypervisor_hostname]
+    for resource in RESOURCES:
+        columns += [
+            _column(resource.used).label(resource.name + '_used'),
+            _column(resource.claimed).label(resource.name + '_claimed'),
+            _capacity(resource, ratios).label(resource.name + '_capacity'),
+            sa.case((_overcommitted(resource, ratios), 1),
+                    else_=0).label(resource.name + '_over')]
+    statement = (sa.select(*columns)
+                 .where(node.deleted == 0,
+                        sa.or_(*[_overcommitted(resource, ratios)
+                                 for resource in RESOURCES]))
+                 .order_by(node.id))
+    with context_manager.reader.using(context) as session:
+        rows = _rows(session, statement)
+    return [{'id': row['id'], 'host': row['host'],
+             'hypervisor_hostname': row['hypervisor_hostname'],
+             'resource': resource.name,
+             'used': row[resource.name + '_used'],
+             'claimed': row[resource.name + '_claimed'],
+             'capacity': float(row[resource.name + '_capacity'])}
+            for row in rows for resource in RESOURCES
+            if row[resource.name + '_over']]
+
+
+def unbalanced_nodes(context):
+    """Find the nodes whose ``claimed_*`` differ from the sums of their
+    claim rows (which must never happen), deleted nodes included.
+
+    :returns: list of ``{'id', 'resource', 'claimed' (the column),
+        'sum' (of the claim rows)}`` by node id then resource; empty when
+        the bookkeeping is exact.
+    """
+    sums = (sa.select(CLAIMS.c.compute_node_id,
+                      *[sa.func.sum(CLAIMS.c[name]).label(name)
+                        for name in _BY_NAME])
+            .group_by(CLAIMS.c.compute_node_id).subquery())
+    node = COMPUTE_NODES.c
+    statement = (sa.select(node.id,
+                           *[_column(r.claimed) for r in RESOURCES],
+                           *[sums.c[name] for name in _BY_NAME])
+                 .select_from(COMPUTE_NODES.outerjoin(
+                     sums, sums.c.compute_node_id == node.id))
+                 .order_by(node.id))
+    with context_manager.reader.using(context) as session:
+        rows = _rows(session, statement)
+    return [{'id': row['id'], 'resource': resource.name,
+             'claimed': row[resource.claimed],
+             'sum': int(row[resource.name] or 0)}
+            for row in rows for resource in RESOURCES
+            if row[resource.claimed] != int(row[resource.name] or 0)]
+
+
+def claims_count(context):
+    """Return the number of live claims (int)."""
+    statement = sa.select(sa.func.count()).select_from(CLAIMS)
+    with context_manager.reader.using(context) as session:
+        return session.execute(statement).scalar()
+
+
+def get_claims(context, compute_node_id=None):
+    """Return the claims, all or those on ``compute_node_id``, by id.
+
+    :returns: list of dicts with every ``scheduler_claims`` column:
+        ``id``, ``instance_uuid``, ``compute_node_id``, ``host``,
+        ``vcpus``, ``memory_mb`` (MiB), ``disk_gb`` (GiB), ``expires_at``,
+        ``created_at``, ``updated_at`` (naive UTC datetimes).
+    """
+    statement = _claim_row_select()
+    if compute_node_id is not None:
+        statement = statement.where(
+            CLAIMS.c.compute_node_id == compute_node_id)
+    with context_manager.reader.using(context) as session:
+        return _rows(session, statement)
