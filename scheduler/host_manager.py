@@ -13,10 +13,12 @@ It follows Nova's Newton/Ocata HostManager on the "all compute nodes" path
   timestamps; ``CLOCK_MARGIN`` earlier, to forgive writers' clock skew and
   commit delays), so its cost is O(rows changed), not O(hosts); every
   ``[scheduler] full_refresh_interval`` seconds, and whenever nodes
-  appear or go, everything is re-read as Nova did per request.  The view
-  is therefore never staler than the last committed rows, except for a
-  writer whose clock lags ours by more than ``CLOCK_MARGIN``, whose rows
-  are seen at the next full read;
+  appear or go, everything is re-read as Nova did per request.  With
+  ``[scheduler] host_state_max_age``, a decision within that many seconds
+  of the previous read skips it.  The view is therefore never staler than
+  the rows committed ``host_state_max_age`` seconds ago (by default: the
+  last committed rows), except for a writer whose clock lags ours by more
+  than ``CLOCK_MARGIN``, whose rows are seen at the next full read;
 * aggregates are read once at start-up and then kept current only by the
   ``update_aggregates`` / ``delete_aggregate`` casts;
 * with ``track_instance_changes``, each host's instances are kept from the
@@ -100,6 +102,7 @@ class HostManager:
         self._reread = set()       # compute_nodes.id to copy again
         self._last_read = None     # naive UTC start of the last read
         self._last_full = None     # monotonic time of the last full read
+        self._last_delta = None    # monotonic time of the last read
         self._load_aggregates(context)
         if self.track_instance_changes:
             self._init_instance_info(context)
@@ -293,7 +296,7 @@ class HostManager:
             self.table = HostTable(states)
         self._reread.clear()
         self._last_read = started
-        self._last_full = time.monotonic()
+        self._last_full = self._last_delta = time.monotonic()
 
     def _refresh_one(self, compute, services):
         host = compute['host']
@@ -324,19 +327,24 @@ class HostManager:
         read is due or needed (nodes or services appeared or went)."""
         if self._full_refresh_due():
             return False
+        if time.monotonic() - self._last_delta < \
+                CONF.scheduler.host_state_max_age:
+            return True
         started = timeutils.utcnow()
         since = self._last_read - CLOCK_MARGIN
-        computes, deleted = db.compute_node_get_changed_since(context, since)
-        services = db.service_get_changed_since(context, since,
-                                                COMPUTE_BINARY)
-        if not self._same_nodes(computes, deleted, services):
+        changes = db.get_changes_since(context, since, COMPUTE_BINARY)
+        if not self._same_nodes(changes['compute_nodes'],
+                                changes['deleted_compute_node_ids'],
+                                changes['services']):
             return False
-        changed = self._apply_compute_rows(context, computes)
-        changed += self._apply_instance_rows(
-            context, db.instance_get_changed_since(context, since))
+        changed = self._apply_compute_rows(context,
+                                           changes['compute_nodes'])
+        changed += self._apply_instance_rows(context, changes['instances'])
         self.table.sync(changed)
-        self.table.sync(self._apply_service_rows(services), part='service')
+        self.table.sync(self._apply_service_rows(changes['services']),
+                        part='service')
         self._last_read = started
+        self._last_delta = time.monotonic()
         return True
 
     def _same_nodes(self, computes, deleted, services):

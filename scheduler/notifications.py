@@ -13,7 +13,7 @@ EVENT_PREFIX = 'scheduler.select_destinations.'
 
 def notify_select_destinations(notifier, context, spec_obj, phase):
     """Send the ``start`` or ``end`` notification for ``spec_obj``."""
-    if notifier is None:
-        return
+    if notifier is None or not notifier.is_enabled():
+        return   # no driver: skip building the payload
     payload = {'request_spec': spec_obj.to_legacy_request_spec_dict()}
     notifier.info(context, EVENT_PREFIX + phase, payload)

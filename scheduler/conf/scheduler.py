@@ -75,6 +75,16 @@ scheduler_opts = [
                     '(our own option).  Set it to make placements '
                     'reproducible, e.g. for trace replays; unset means an '
                     'unpredictable seed.'),
+    cfg.FloatOpt('host_state_max_age', default=0.0, min=0.0,
+                 help='Seconds for which a decision may use the view of the '
+                      'compute nodes, services and instances that an '
+                      'earlier decision read, without reading the rows '
+                      'changed since (our own option).  0 (the default) '
+                      'reads them before every decision.  A larger value '
+                      'saves a database round trip per decision; the view '
+                      'is then at most this old.  With several schedulers '
+                      'and ``claim_resources``, a stale view can only cost '
+                      'lost claim races, never an overcommitted node.'),
     cfg.IntOpt('full_refresh_interval', default=300, min=0,
                help='Seconds between full re-reads of every compute node, '
                     'compute service and instance row (our own option).  '

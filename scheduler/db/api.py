@@ -250,22 +250,46 @@ def _changed_since(table, since):
                   table.c.deleted_at > since)
 
 
-def compute_node_get_changed_since(context, since):
-    """Return ``(rows, deleted_ids)``: the live compute nodes written after
-    ``since`` (dicts shaped as ``compute_node_get_all``'s, by id) and the
-    set of ids of the nodes soft-deleted after it.
+def get_changes_since(context, since, binary='nova-compute'):
+    """What changed after ``since`` (naive UTC), in one read transaction.
 
-    ``since`` is a naive UTC datetime; see
+    Returns a dict:
+
+    * ``compute_nodes``: the live compute nodes created or updated after
+      ``since`` (dicts shaped as ``compute_node_get_all``'s, by id);
+    * ``deleted_compute_node_ids``: set of ids of the nodes soft-deleted
+      after it;
+    * ``services``: the services of ``binary`` created, updated (a
+      heartbeat updates ``updated_at``) or soft-deleted after it, deleted
+      ones included (``deleted`` non-zero), by id;
+    * ``instances``: the instances created, updated or soft-deleted after
+      it, deleted ones included, by id.
+
+    Each timestamp is indexed, so the cost is O(rows changed).  See
     ``compute_node_get_all_updated_since`` for why a caller should pass a
-    time a little before its previous read.  The cost is O(rows changed).
+    time a little before its previous read.
     """
-    table = COMPUTE_NODES
-    statement = (sa.select(table).where(_changed_since(table, since))
-                 .order_by(table.c.id))
+    services = (sa.select(SERVICES)
+                .where(SERVICES.c.binary == binary,
+                       _changed_since(SERVICES, since))
+                .order_by(SERVICES.c.id))
     with context_manager.reader.using(context) as session:
-        rows = _rows(session, statement)
-    deleted = {row['id'] for row in rows if row['deleted']}
-    return [row for row in rows if not row['deleted']], deleted
+        computes = _rows(session, _changed_since_select(COMPUTE_NODES,
+                                                        since))
+        changes = {
+            'compute_nodes': [r for r in computes if not r['deleted']],
+            'deleted_compute_node_ids': {r['id'] for r in computes
+                                         if r['deleted']},
+            'services': _rows(session, services),
+            'instances': _rows(session, _changed_since_select(INSTANCES,
+                                                              since)),
+        }
+    return changes
+
+
+def _changed_since_select(table, since):
+    return (sa.select(table).where(_changed_since(table, since))
+            .order_by(table.c.id))
 
 
 def compute_node_get_ids(context):
@@ -355,20 +379,6 @@ def service_get_all_by_binary(context, binary='nova-compute',
                  .order_by(table.c.id))
     if not include_disabled:
         statement = statement.where(table.c.disabled == sa.false())
-    with context_manager.reader.using(context) as session:
-        return _rows(session, statement)
-
-
-def service_get_changed_since(context, since, binary='nova-compute'):
-    """Return the services of ``binary`` created, updated (a heartbeat
-    updates ``updated_at``) or soft-deleted after ``since`` (naive UTC),
-    deleted ones included (``deleted`` non-zero), as dicts ordered by id.
-    """
-    table = SERVICES
-    statement = (sa.select(table)
-                 .where(table.c.binary == binary,
-                        _changed_since(table, since))
-                 .order_by(table.c.id))
     with context_manager.reader.using(context) as session:
         return _rows(session, statement)
 
@@ -635,17 +645,6 @@ def instance_get_all_by_hosts(context, hosts):
             for row in _rows(session, _instances_on(chunk)):
                 by_host[row['host']].append(row)
     return by_host
-
-
-def instance_get_changed_since(context, since):
-    """Return the instances created, updated or soft-deleted after
-    ``since`` (naive UTC), deleted ones included (``deleted`` non-zero),
-    as dicts ordered by id.  O(rows changed)."""
-    statement = (sa.select(INSTANCES)
-                 .where(_changed_since(INSTANCES, since))
-                 .order_by(INSTANCES.c.id))
-    with context_manager.reader.using(context) as session:
-        return _rows(session, statement)
 
 
 def instance_create(context, values):
