@@ -3,18 +3,22 @@
 ``Deployment`` runs the real service either in this process (on the
 ``fake://`` in-memory transport) or as a separate ``scheduler-service``
 process (on a real RabbitMQ), against a database URL the test seeded, and
-gives the test a ``SchedulerAPI`` client to it.
+gives the test a ``SchedulerAPI`` client to it.  Several process
+deployments with different ``host`` names can share one broker and one
+database; ``pid``, ``worker_pids()`` and ``returncode`` let fault tests
+kill and watch the service's processes.
 """
 
 import os
 import subprocess
 import sys
-import textwrap
 import time
 
 import oslo_messaging as messaging
+import psutil
 import seed
 
+import scheduler
 from scheduler import rpc
 from scheduler import rpcapi
 from scheduler import service
@@ -43,11 +47,13 @@ class Deployment:
     (``scheduler-service`` on ``transport_url``).
     """
 
-    def __init__(self, db_url, mode, transport_url, workdir, options=None):
+    def __init__(self, db_url, mode, transport_url, workdir, options=None,
+                 host='scheduler-test'):
         self.db_url = db_url
         self.mode = mode
         self.transport_url = transport_url
         self.workdir = workdir
+        self.host = host
         self.options = {**SCHEDULER_OPTIONS, **(options or {})}
         self.ctx = seed.use_database(db_url)
         self.transport = rpc.get_transport(CONF, url=transport_url)
@@ -70,7 +76,7 @@ class Deployment:
         for (group, name), value in self.options.items():
             CONF.set_override(name, value, group)
             self._overridden.append((name, group))
-        CONF.set_override('host', 'scheduler-test')
+        CONF.set_override('host', self.host)
         self._overridden.append(('host', None))
         self._service = service.SchedulerService(self.transport)
         self._service.start()
@@ -79,30 +85,33 @@ class Deployment:
         conf_path = os.path.join(self.workdir, 'scheduler.conf')
         with open(conf_path, 'w') as conf:
             conf.write(self._config_text())
-        log = open(os.path.join(self.workdir, 'service.log'), 'w')
-        self._process = subprocess.Popen(
-            [sys.executable, '-m', 'scheduler.cmd.service',
-             '--config-file', conf_path],
-            stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir)
+        with open(os.path.join(self.workdir, 'service.log'), 'w') as log:
+            # ``scheduler-service``, run from this checkout's package
+            # whether or not it is installed.
+            self._process = subprocess.Popen(
+                [sys.executable, '-m', 'scheduler.cmd.service',
+                 '--config-file', conf_path],
+                stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir,
+                env=service_environment())
 
     def _config_text(self):
-        groups = {}
+        """The config file: ``[DEFAULT] host``, ``transport_url``,
+        ``[database] connection``, no AMQP heartbeats, then the options
+        (group ``None`` is ``DEFAULT``), one section per group."""
+        groups = {
+            'DEFAULT': {'host': self.host,
+                        'transport_url': self.transport_url},
+            'database': {'connection': self.db_url},
+            'oslo_messaging_rabbit': {'heartbeat_timeout_threshold': 0},
+        }
         for (group, name), value in self.options.items():
             if isinstance(value, list):
                 value = ','.join(value)
-            groups.setdefault(group, []).append('%s = %s' % (name, value))
-        text = textwrap.dedent('''\
-            [DEFAULT]
-            host = scheduler-test
-            transport_url = %s
-            [database]
-            connection = %s
-            [oslo_messaging_rabbit]
-            heartbeat_timeout_threshold = 0
-            ''') % (self.transport_url, self.db_url)
-        for group, lines in groups.items():
-            text += '[%s]\n%s\n' % (group, '\n'.join(lines))
-        return text
+            groups.setdefault(group or 'DEFAULT', {})[name] = value
+        return ''.join(
+            '[%s]\n%s\n' % (group, ''.join('%s = %s\n' % item
+                                            for item in values.items()))
+            for group, values in groups.items())
 
     def wait_ready(self):
         """Ping the service until it answers (bounded)."""
@@ -119,6 +128,28 @@ class Deployment:
                 if time.monotonic() > deadline:
                     raise RuntimeError('scheduler did not answer in %ds:\n%s'
                                        % (READY_TIMEOUT, self.log())) from exc
+
+    @property
+    def pid(self):
+        """Process mode: the pid of the ``scheduler-service`` process
+        (with workers, the parent that launches them)."""
+        return self._process.pid
+
+    @property
+    def returncode(self):
+        """Process mode: None while the service runs, else its status."""
+        return self._process.poll()
+
+    def worker_pids(self, count, timeout=30):
+        """Process mode with workers: the pids of the ``count`` worker
+        processes (waits until there are that many, bounded)."""
+        parent = psutil.Process(self.pid)
+        deadline = time.monotonic() + timeout
+        while True:
+            pids = sorted(child.pid for child in parent.children())
+            if len(pids) >= count or time.monotonic() > deadline:
+                return pids
+            time.sleep(0.1)
 
     def _check_alive(self):
         if self._process is not None and self._process.poll() is not None:
@@ -167,3 +198,16 @@ class Deployment:
             if time.monotonic() > deadline:
                 raise AssertionError('condition not met in %ss' % timeout)
             time.sleep(interval)
+
+
+def service_environment():
+    """The environment of a ``scheduler-service`` child: this one, with
+    the directory of the imported ``scheduler`` package first on
+    ``PYTHONPATH``."""
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(
+        scheduler.__file__)))
+    env['PYTHONPATH'] = os.pathsep.join(
+        [root] + [p for p in env.get('PYTHONPATH', '').split(os.pathsep)
+                  if p])
+    return env

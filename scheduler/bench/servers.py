@@ -1,21 +1,32 @@
-"""Private RabbitMQ and PostgreSQL servers for the end-to-end benchmark.
+"""Private RabbitMQ, PostgreSQL and MariaDB servers on 127.0.0.1.
 
-When it is not given ``--transport-url`` / ``--database-connection``,
-the benchmark starts its own servers on 127.0.0.1, in a temporary
-directory, without touching any system service:
+The one place that starts throwaway servers, for the end-to-end
+benchmark (when it is not given ``--transport-url`` /
+``--database-connection``) and for the test suite's session fixtures
+(``tests/conftest.py``).  Each server lives in its own temporary
+directory, on free ports, without touching any system service:
 
 * RabbitMQ: its own epmd and node name, free ports for AMQP, Erlang
   distribution and epmd, its own cookie (``HOME`` is the temporary
   directory) and a configuration file that creates the user;
 * PostgreSQL: ``initdb`` then ``postgres`` in the foreground, as the
   ``postgres`` OS user when run by root (PostgreSQL refuses root), with
-  ``fsync`` off (the scheduler only reads; seeding is faster).
+  ``fsync`` off;
+* MariaDB: ``mariadb-install-db`` then ``mariadbd``, as the ``mysql`` OS
+  user when run by root; ``root`` without password over TCP.
 
-Each start is bounded in time (``ServerError`` on failure, with the end
-of the server's log).  Servers stop when ``LocalServers`` exits, at
-interpreter exit, and when this process dies (``PR_SET_PDEATHSIG``).
-``create_database`` / ``drop_database`` make one database per fleet on
-a PostgreSQL server the benchmark owns.
+``server.start()`` starts a server and returns its URL; ``stop()`` stops
+its processes and keeps its directory, so that a second ``start()``
+brings the same server back on the same ports with the same data (the
+fault tests stop the broker and the database under load); ``close()``
+stops it and removes the directory.  Each start is bounded in time
+(``ServerError`` with the end of the server's log on failure; a server
+that fails to start keeps its directory for the logs).  Processes get
+SIGTERM when this process dies (``PR_SET_PDEATHSIG``), and the
+directories of servers whose owner died are swept at the next start.
+``LocalServers`` starts the benchmark's RabbitMQ and PostgreSQL and
+closes them on exit and at interpreter exit.  ``create_database`` /
+``drop_database`` make one uniquely named database on a server.
 """
 
 import atexit
@@ -27,6 +38,7 @@ import pwd
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import tempfile
 import time
@@ -34,16 +46,23 @@ import uuid
 
 import sqlalchemy as sa
 
-RABBIT_USER = 'bench'
-RABBIT_PASSWORD = 'bench'
-POSTGRES_USER = 'postgres'
+DEFAULT_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30
 POLL_S = 0.2
+POSTGRES_USER = 'postgres'
+MARIADB_USER = 'mysql'
+# Overrides the PostgreSQL binaries found under /usr/lib/postgresql.
+PG_BINDIR_ENV = 'SCHEDULER_TEST_PG_BINDIR'
+OWNER_FILE = 'owner.pid'
 _PR_SET_PDEATHSIG = 1
 
 
 class ServerError(RuntimeError):
     """A server could not be started (missing binaries, time-out...)."""
+
+
+class ServerNotFound(ServerError):
+    """The server's binaries (or the OS user to run it as) are missing."""
 
 
 # ------------------------------------------------------------ binaries --
@@ -62,20 +81,44 @@ def find_rabbitmq():
 
 
 def find_postgresql():
-    """The newest ``/usr/lib/postgresql/<version>/bin`` holding initdb
-    and postgres, or None."""
+    """The bin directory holding initdb and postgres: ``$SCHEDULER_TEST_
+    PG_BINDIR`` or the newest ``/usr/lib/postgresql/<version>/bin``; or
+    None."""
     def version(path):
         try:
             return int(path.rstrip('/').split('/')[-2])
-        except ValueError:
+        except (ValueError, IndexError):
             return 0
 
-    for bindir in sorted(glob.glob('/usr/lib/postgresql/*/bin'),
-                         key=version, reverse=True):
+    override = os.environ.get(PG_BINDIR_ENV)
+    dirs = [override] if override else glob.glob('/usr/lib/postgresql/*/bin')
+    for bindir in sorted(dirs, key=version, reverse=True):
         if all(os.access(os.path.join(bindir, name), os.X_OK)
                for name in ('initdb', 'postgres')):
             return bindir
     return None
+
+
+def find_mariadb():
+    """``(mariadbd, mariadb-install-db)`` paths, or None."""
+    server = None
+    for name in ('mariadbd', 'mysqld'):
+        server = shutil.which(name) or (
+            '/usr/sbin/' + name if os.access('/usr/sbin/' + name, os.X_OK)
+            else None)
+        if server:
+            break
+    install = (shutil.which('mariadb-install-db') or
+               shutil.which('mysql_install_db'))
+    return (server, install) if server and install else None
+
+
+def _user_exists(name):
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
 
 
 def rabbitmq_available():
@@ -83,15 +126,12 @@ def rabbitmq_available():
 
 
 def postgresql_available():
-    if find_postgresql() is None:
-        return False
-    if os.geteuid() != 0:
-        return True
-    try:
-        pwd.getpwnam(POSTGRES_USER)
-    except KeyError:
-        return False
-    return True
+    return find_postgresql() is not None and (
+        os.geteuid() != 0 or _user_exists(POSTGRES_USER))
+
+
+def mariadb_available():
+    return find_mariadb() is not None
 
 
 # ------------------------------------------------------------- helpers --
@@ -117,13 +157,17 @@ def port_open(port):
         return sock.connect_ex(('127.0.0.1', port)) == 0
 
 
-def _die_with_us():
-    """preexec_fn: the child gets SIGTERM when this process dies."""
+def _die_with_us(sig):
+    """preexec_fn: the child gets ``sig`` when this process dies.
+
+    Guards against leaked servers when the owner is killed hard and never
+    stops them.  Runs after subprocess's uid switch (which clears it).
+    """
     def preexec():
         try:
             libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
-        except Exception:  # not Linux: the atexit hook still stops it
+            libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+        except Exception:  # not Linux: the owner's clean-up still runs
             pass
     return preexec
 
@@ -135,40 +179,114 @@ def _user_kwargs(user):
     return {'user': entry.pw_uid, 'group': entry.pw_gid, 'extra_groups': []}
 
 
-def _tail(path, lines=30):
+def _chown_tree(path, user):
+    entry = pwd.getpwnam(user)
+    for root, _dirs, files in os.walk(path):
+        os.chown(root, entry.pw_uid, entry.pw_gid)
+        for name in files:
+            os.chown(os.path.join(root, name), entry.pw_uid, entry.pw_gid)
+
+
+def _tail(path, lines=40):
     try:
         with open(path, 'rb') as stream:
-            data = stream.read()[-16000:]
+            data = stream.read()[-20000:]
     except OSError as exc:
         return '<no log: %s>' % exc
     return '\n'.join(data.decode('utf-8', 'replace').splitlines()[-lines:])
 
 
+def _world_traversable(path):
+    path = os.path.abspath(path)
+    while True:
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            return False
+        if not mode & stat.S_IXOTH:
+            return False
+        parent = os.path.dirname(path)
+        if parent == path:
+            return True
+        path = parent
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _sweep_stale_dirs(base, prefix):
+    """Remove the directories of servers whose owner process died (its
+    servers died with it, see ``_die_with_us``)."""
+    for path in glob.glob(os.path.join(base, prefix + '*')):
+        try:
+            with open(os.path.join(path, OWNER_FILE)) as stream:
+                pid = int(stream.read().strip())
+        except (OSError, ValueError):
+            continue
+        if pid != os.getpid() and not _pid_alive(pid):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+_swept = set()
+
+
+def _make_tempdir(prefix):
+    """A directory an unprivileged server user can reach, with the
+    owner's pid in it."""
+    base = tempfile.gettempdir()
+    if os.geteuid() == 0 and not _world_traversable(base):
+        base = '/tmp'
+    if (base, prefix) not in _swept:
+        _swept.add((base, prefix))
+        _sweep_stale_dirs(base, prefix)
+    path = tempfile.mkdtemp(prefix=prefix, dir=base)
+    os.chmod(path, 0o755)
+    with open(os.path.join(path, OWNER_FILE), 'w') as stream:
+        stream.write('%d\n' % os.getpid())
+    return path
+
+
+# -------------------------------------------------------------- server --
+
 class _Server:
-    """A server process tree the benchmark owns, with its directory."""
+    """A server process tree we own, with its directory.
+
+    ``timeout_s`` bounds each start (and each set-up command);
+    ``prefix`` starts the temporary directory's name.
+    """
 
     name = 'server'
     stop_signal = signal.SIGTERM
 
-    def __init__(self, timeout_s):
+    def __init__(self, timeout_s=DEFAULT_TIMEOUT_S, prefix='scheduler-'):
         self.timeout_s = timeout_s
-        base = tempfile.gettempdir()
-        self.tempdir = tempfile.mkdtemp(prefix='scheduler-bench-%s-'
-                                        % self.name, dir=base)
-        os.chmod(self.tempdir, 0o755)
+        self.tempdir = _make_tempdir('%s%s-' % (prefix, self.name))
         self.log_path = os.path.join(self.tempdir, 'server.log')
-        self.procs = []
+        self.procs = []     # (Popen, stop signal), stopped newest first
         self.url = None
+        self.port = None
         self.startup_s = None
+        self._prepared = False
+
+    # -- processes --------------------------------------------------------
 
     def spawn(self, cmd, env, user=None):
+        """Start a long-running process of the server (own session)."""
         with open(self.log_path, 'ab') as log:
             proc = subprocess.Popen(
                 cmd, stdin=subprocess.DEVNULL, stdout=log,
                 stderr=subprocess.STDOUT, env=env, cwd=self.tempdir,
-                start_new_session=True, preexec_fn=_die_with_us(),
+                start_new_session=True,
+                preexec_fn=_die_with_us(self.stop_signal),
                 **_user_kwargs(user))
-        self.procs.append(proc)
+        self.procs.append((proc, self.stop_signal))
         return proc
 
     def run(self, cmd, env, user=None):
@@ -189,7 +307,8 @@ class _Server:
                 ' '.join(cmd), status, _tail(self.log_path)))
 
     def wait_until(self, ready, proc, what):
-        """Poll ``ready()`` until it is true, within the time-out."""
+        """Poll ``ready()`` until it is true, within the time-out; fail
+        early when ``proc`` exits."""
         deadline = time.monotonic() + self.timeout_s
         last = None
         while time.monotonic() < deadline:
@@ -203,32 +322,57 @@ class _Server:
             except Exception as exc:  # not ready yet
                 last = exc
             time.sleep(POLL_S)
-        raise ServerError('%s was not ready within %.0f s (last error: %r)'
-                          '\n%s' % (what, self.timeout_s, last,
-                                    _tail(self.log_path)))
+        raise ServerError('%s was not ready within %.0f s (last error: %r);'
+                          ' see %s\n%s' % (what, self.timeout_s, last,
+                                           self.log_path,
+                                           _tail(self.log_path)))
+
+    # -- life cycle -------------------------------------------------------
+
+    @property
+    def running(self):
+        """Whether every process of the server is alive."""
+        return bool(self.procs) and all(proc.poll() is None
+                                        for proc, _ in self.procs)
 
     def start(self):
-        """Start the server; return its URL.  On failure everything
-        started is stopped and ServerError raised."""
+        """Start the server (the first time: create it; after ``stop()``:
+        the same server again, same ports and data); return its URL.
+
+        On failure what was started is stopped, the directory is kept
+        for its logs, and ServerError is raised.
+        """
+        if self.running:
+            raise ServerError('%s is already running' % self.name)
+        self.stop()     # what is left of a server that died
         started = time.monotonic()
         try:
-            self._start()
+            if not self._prepared:
+                self._prepare()
+                self._prepared = True
+            self._launch()
         except BaseException:
             self.stop()
             raise
         self.startup_s = time.monotonic() - started
         return self.url
 
-    def _start(self):
+    def _prepare(self):
+        """Once: find the binaries, choose ports, initialise the data."""
+        raise NotImplementedError
+
+    def _launch(self):
+        """Each start: spawn the processes and wait until ready."""
         raise NotImplementedError
 
     def stop(self):
-        """Stop the processes (newest first) and remove the directory."""
+        """Stop the processes (newest first); keep the directory."""
         while self.procs:
-            proc = self.procs.pop()
+            proc, sig = self.procs.pop()
             if proc.poll() is None:
+                # Only the main process: it shuts its children down.
                 with contextlib.suppress(ProcessLookupError):
-                    os.kill(proc.pid, self.stop_signal)
+                    os.kill(proc.pid, sig)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(STOP_TIMEOUT_S)
             # What is left of its session (the server's children) goes.
@@ -236,18 +380,48 @@ class _Server:
                 os.killpg(proc.pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(10)
+
+    def close(self):
+        """Stop the server and remove its directory."""
+        self.stop()
         shutil.rmtree(self.tempdir, ignore_errors=True)
+
+    def __enter__(self):
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
 
 
 class RabbitMQServer(_Server):
-    """A private RabbitMQ node with its own epmd, on loopback only."""
+    """A private RabbitMQ node with its own epmd, on loopback only.
+
+    Everything that could clash with another run (AMQP, Erlang
+    distribution and epmd ports, node name, cookie in ``$HOME``, mnesia
+    and log directories) is private.  The user is created by the
+    configuration file, so rabbitmqctl is never needed.  ``url`` is
+    ``rabbit://user:password@127.0.0.1:PORT/``.
+    """
 
     name = 'rabbitmq'
 
-    def _start(self):
+    def __init__(self, timeout_s=DEFAULT_TIMEOUT_S, prefix='scheduler-',
+                 user='scheduler', password='secret'):
+        super().__init__(timeout_s, prefix)
+        self.user = user
+        self.password = password
+        self.amqp_port = self._epmd_port = None
+        self._epmd_cmd = self._server_cmd = self._env = None
+
+    def _prepare(self):
         found = find_rabbitmq()
         if found is None:
-            raise ServerError('RabbitMQ not found (rabbitmq-server, epmd)')
+            raise ServerNotFound('RabbitMQ (rabbitmq-server, epmd)')
         server, epmd = found
         amqp_port, dist_port, epmd_port = free_ports(3)
         config = os.path.join(self.tempdir, 'rabbitmq.conf')
@@ -260,18 +434,18 @@ class RabbitMQServer(_Server):
                 'default_permissions.configure = .*\n'
                 'default_permissions.read = .*\n'
                 'default_permissions.write = .*\n'
-                'log.console = true\nlog.console.level = warning\n'
+                'log.console = true\nlog.console.level = info\n'
                 'log.file = false\n'
-                % (amqp_port, RABBIT_USER, RABBIT_PASSWORD))
-        env = {
+                % (amqp_port, self.user, self.password))
+        self._env = {
             'PATH': os.pathsep.join([os.path.dirname(server),
                                      os.path.dirname(epmd),
                                      os.environ.get('PATH', os.defpath)]),
-            'HOME': self.tempdir,
+            'HOME': self.tempdir,     # .erlang.cookie goes here
             'LANG': 'C.UTF-8', 'LC_ALL': 'C.UTF-8',
             'ERL_EPMD_PORT': str(epmd_port),
             'ERL_EPMD_ADDRESS': '127.0.0.1',
-            'RABBITMQ_NODENAME': 'scheduler-bench-%s@localhost'
+            'RABBITMQ_NODENAME': 'scheduler-%s@localhost'
                                  % uuid.uuid4().hex[:8],
             'RABBITMQ_NODE_IP_ADDRESS': '127.0.0.1',
             'RABBITMQ_NODE_PORT': str(amqp_port),
@@ -291,24 +465,31 @@ class RabbitMQServer(_Server):
             'RABBITMQ_LOGS': '-',
             'RABBITMQ_PID_FILE': os.path.join(self.tempdir, 'rabbit.pid'),
         }
-        # Our own epmd in the foreground, so that we own and stop it.
-        epmd_proc = self.spawn([epmd, '-port', str(epmd_port), '-address',
-                                '127.0.0.1'], env)
-        self.wait_until(lambda: port_open(epmd_port), epmd_proc, 'epmd')
-        proc = self.spawn([server], env)
+        # Our own epmd in the foreground, so that we own and stop it; the
+        # node registers with it instead of spawning a global daemon.
+        self._epmd_cmd = [epmd, '-port', str(epmd_port), '-address',
+                          '127.0.0.1']
+        self._epmd_port = epmd_port
+        self._server_cmd = [server]
+        self.amqp_port = self.port = amqp_port
+        self.url = 'rabbit://%s:%s@127.0.0.1:%d/' % (
+            self.user, self.password, amqp_port)
+
+    def _launch(self):
+        epmd = self.spawn(self._epmd_cmd, self._env)
+        self.wait_until(lambda: port_open(self._epmd_port), epmd, 'epmd')
+        proc = self.spawn(self._server_cmd, self._env)
 
         def ready():
             import amqp
             connection = amqp.Connection(
-                '127.0.0.1:%d' % amqp_port, userid=RABBIT_USER,
-                password=RABBIT_PASSWORD, connect_timeout=2)
+                '127.0.0.1:%d' % self.amqp_port, userid=self.user,
+                password=self.password, connect_timeout=2)
             connection.connect()
             connection.close()
             return True
 
         self.wait_until(ready, proc, 'rabbitmq-server')
-        self.url = 'rabbit://%s:%s@127.0.0.1:%d/' % (
-            RABBIT_USER, RABBIT_PASSWORD, amqp_port)
 
 
 class PostgreSQLServer(_Server):
@@ -316,55 +497,143 @@ class PostgreSQLServer(_Server):
     ``postgres`` database."""
 
     name = 'postgresql'
-    stop_signal = signal.SIGINT   # "fast" shutdown
+    stop_signal = signal.SIGINT   # "fast" shutdown: clients disconnected
 
-    def _start(self):
+    def __init__(self, timeout_s=DEFAULT_TIMEOUT_S, prefix='scheduler-'):
+        super().__init__(timeout_s, prefix)
+        self._cmd = self._env = self._user = None
+
+    def _prepare(self):
         bindir = find_postgresql()
         if bindir is None:
-            raise ServerError('PostgreSQL not found '
-                              '(/usr/lib/postgresql/*/bin/initdb)')
-        user = POSTGRES_USER if os.geteuid() == 0 else None
-        if user is not None:
-            try:
-                entry = pwd.getpwnam(user)
-            except KeyError:
-                raise ServerError('no OS user %r to run PostgreSQL as'
-                                  % user) from None
-            # initdb creates the data directory and postgres its socket
-            # here; the log is written through the descriptor we open.
-            os.chown(self.tempdir, entry.pw_uid, entry.pw_gid)
+            raise ServerNotFound('PostgreSQL server '
+                                 '(/usr/lib/postgresql/*/bin/initdb)')
+        if os.geteuid() == 0:
+            if not _user_exists(POSTGRES_USER):
+                raise ServerNotFound('OS user %r to run PostgreSQL as'
+                                     % POSTGRES_USER)
+            self._user = POSTGRES_USER
         datadir = os.path.join(self.tempdir, 'data')
-        env = {'PATH': bindir + os.pathsep + os.environ.get('PATH', ''),
-               'LANG': 'C', 'LC_ALL': 'C', 'TZ': 'UTC'}
+        sockdir = os.path.join(self.tempdir, 'sock')
+        os.mkdir(sockdir)
+        if self._user:
+            _chown_tree(self.tempdir, self._user)
+        self._env = {'PATH': bindir + os.pathsep + os.environ.get('PATH', ''),
+                     'LANG': 'C', 'LC_ALL': 'C', 'TZ': 'UTC'}
         self.run([os.path.join(bindir, 'initdb'), '-D', datadir, '-U',
                   POSTGRES_USER, '-A', 'trust', '-E', 'UTF8', '--locale=C',
-                  '--no-sync'], env, user)
-        (port,) = free_ports(1)
-        options = {'listen_addresses': '127.0.0.1', 'port': str(port),
-                   'unix_socket_directories': self.tempdir,
+                  '--no-sync', '--no-instructions'], self._env, self._user)
+        (self.port,) = free_ports(1)
+        options = {'listen_addresses': '127.0.0.1', 'port': str(self.port),
+                   'unix_socket_directories': sockdir,
                    'max_connections': '200', 'fsync': 'off',
                    'synchronous_commit': 'off', 'full_page_writes': 'off',
+                   'logging_collector': 'off',
                    'log_min_messages': 'warning', 'timezone': 'UTC',
                    'log_timezone': 'UTC'}
-        cmd = [os.path.join(bindir, 'postgres'), '-D', datadir]
+        self._cmd = [os.path.join(bindir, 'postgres'), '-D', datadir]
         for key, value in options.items():
-            cmd += ['-c', '%s=%s' % (key, value)]
-        proc = self.spawn(cmd, env, user)
+            self._cmd += ['-c', '%s=%s' % (key, value)]
+        self.url = 'postgresql+psycopg2://%s@127.0.0.1:%d/postgres' % (
+            POSTGRES_USER, self.port)
+
+    def _launch(self):
+        proc = self.spawn(self._cmd, self._env, self._user)
 
         def ready():
             import psycopg2
-            psycopg2.connect(host='127.0.0.1', port=port,
+            psycopg2.connect(host='127.0.0.1', port=self.port,
                              user=POSTGRES_USER, dbname='postgres',
                              connect_timeout=2).close()
             return True
 
         self.wait_until(ready, proc, 'postgres')
-        self.url = 'postgresql+psycopg2://%s@127.0.0.1:%d/postgres' % (
-            POSTGRES_USER, port)
+
+
+class MariaDBServer(_Server):
+    """``mariadb-install-db`` + ``mariadbd``; ``url`` is
+    ``mysql+pymysql://root@127.0.0.1:PORT/`` (no database); ``socket``
+    its Unix socket."""
+
+    name = 'mariadb'
+
+    def __init__(self, timeout_s=DEFAULT_TIMEOUT_S, prefix='scheduler-'):
+        super().__init__(timeout_s, prefix)
+        self.socket = os.path.join(self.tempdir, 'mysqld.sock')
+        self._cmd = self._env = self._user = None
+
+    def _prepare(self):
+        found = find_mariadb()
+        if found is None:
+            raise ServerNotFound('MariaDB server (mariadbd, '
+                                 'mariadb-install-db)')
+        server, install = found
+        if os.geteuid() == 0 and _user_exists(MARIADB_USER):
+            self._user = MARIADB_USER
+        datadir = os.path.join(self.tempdir, 'data')
+        tmpdir = os.path.join(self.tempdir, 'tmp')
+        os.mkdir(datadir)
+        os.mkdir(tmpdir)
+        common = ['--datadir=' + datadir, '--tmpdir=' + tmpdir,
+                  '--skip-name-resolve', '--innodb-buffer-pool-size=64M',
+                  '--innodb-log-file-size=16M',
+                  '--innodb-flush-log-at-trx-commit=0',
+                  '--innodb-doublewrite=0', '--innodb-use-native-aio=0',
+                  '--character-set-server=utf8mb4',
+                  '--collation-server=utf8mb4_general_ci']
+        if os.geteuid() == 0 and self._user is None:
+            common.append('--user=root')
+        if self._user:
+            _chown_tree(self.tempdir, self._user)
+        self._env = dict(os.environ, LANG='C', LC_ALL='C', TZ='UTC')
+        self._env['PATH'] = '/usr/sbin:/usr/bin:' + self._env.get('PATH', '')
+        self.run([install, '--no-defaults',
+                  '--auth-root-authentication-method=normal',
+                  '--skip-test-db'] + common, self._env, self._user)
+        (self.port,) = free_ports(1)
+        self._cmd = [server, '--no-defaults', '--bind-address=127.0.0.1',
+                     '--port=%d' % self.port, '--socket=' + self.socket,
+                     '--pid-file=' + os.path.join(self.tempdir,
+                                                  'mysqld.pid'),
+                     '--log-error=' + self.log_path + '.err',
+                     '--max-connections=300', '--skip-log-bin',
+                     '--loose-skip-symbolic-links'] + common
+        self.url = 'mysql+pymysql://root@127.0.0.1:%d/' % self.port
+
+    def _launch(self):
+        proc = self.spawn(self._cmd, self._env, self._user)
+
+        def ready():
+            import pymysql
+            connection = pymysql.connect(unix_socket=self.socket,
+                                         user='root', connect_timeout=2)
+            try:
+                with connection.cursor() as cursor:
+                    # root without password over TCP from loopback (the
+                    # bootstrap only makes root@localhost: the socket).
+                    cursor.execute("CREATE USER IF NOT EXISTS "
+                                   "'root'@'127.0.0.1'")
+                    cursor.execute("GRANT ALL PRIVILEGES ON *.* TO "
+                                   "'root'@'127.0.0.1' WITH GRANT OPTION")
+            finally:
+                connection.close()
+            pymysql.connect(host='127.0.0.1', port=self.port, user='root',
+                            connect_timeout=2).close()
+            return True
+
+        try:
+            self.wait_until(ready, proc, 'mariadbd')
+        except ServerError as exc:
+            raise ServerError('%s\nerror log:\n%s' % (
+                exc, _tail(self.log_path + '.err'))) from None
+
+
+SERVERS = {cls.name: cls
+           for cls in (RabbitMQServer, PostgreSQLServer, MariaDBServer)}
 
 
 class LocalServers:
-    """Context manager: start RabbitMQ and/or PostgreSQL on entry, stop
+    """Context manager: start RabbitMQ and/or PostgreSQL on entry, close
     them on exit (and at interpreter exit, whatever happens)."""
 
     def __init__(self, rabbitmq=True, postgresql=True, timeout_s=120.0):
@@ -388,7 +657,7 @@ class LocalServers:
         return self
 
     def _start(self, cls):
-        server = cls(self.timeout_s)
+        server = cls(self.timeout_s, prefix='scheduler-bench-')
         self._servers.append(server)
         url = server.start()
         self.startup_s[cls.name] = server.startup_s
@@ -396,7 +665,7 @@ class LocalServers:
 
     def stop(self):
         while self._servers:
-            self._servers.pop().stop()
+            self._servers.pop().close()
 
     def __exit__(self, *exc_info):
         self.stop()
@@ -410,20 +679,32 @@ def _admin_engine(url):
                             poolclass=sa.pool.NullPool)
 
 
-def create_database(admin_url, prefix='bench'):
-    """Create an empty, uniquely named database on the PostgreSQL server
-    of ``admin_url`` (a superuser URL); return its URL."""
+def create_database(admin_url, prefix='test'):
+    """Create an empty, uniquely named database; return its URL.
+
+    ``admin_url`` is a URL with the right to CREATE DATABASE on a
+    PostgreSQL or MySQL/MariaDB server; the returned URL keeps its
+    driver, credentials, host and port.  A ``sqlite`` URL gets a new file
+    name in the temporary directory.
+    """
     url = sa.engine.make_url(admin_url)
-    if url.get_backend_name() != 'postgresql':
-        raise ServerError('can only create PostgreSQL databases, not on %s'
-                          % url.get_backend_name())
     name = '%s_%s' % (prefix, uuid.uuid4().hex[:12])
+    backend = url.get_backend_name()
+    if backend == 'sqlite':
+        path = os.path.join(tempfile.gettempdir(), name + '.sqlite')
+        return url.set(database=path).render_as_string(hide_password=False)
+    if backend == 'postgresql':
+        statement = ('CREATE DATABASE "%s" ENCODING \'UTF8\' '
+                     'TEMPLATE template0' % name)
+    elif backend in ('mysql', 'mariadb'):
+        statement = ('CREATE DATABASE `%s` CHARACTER SET utf8mb4 '
+                     'COLLATE utf8mb4_general_ci' % name)
+    else:
+        raise ServerError('cannot create databases on %s' % backend)
     engine = _admin_engine(url)
     try:
         with engine.connect() as connection:
-            connection.execute(sa.text(
-                'CREATE DATABASE "%s" ENCODING \'UTF8\' TEMPLATE template0'
-                % name))
+            connection.execute(sa.text(statement))
     finally:
         engine.dispose()
     return url.set(database=name).render_as_string(hide_password=False)
@@ -432,10 +713,24 @@ def create_database(admin_url, prefix='bench'):
 def drop_database(db_url):
     """Drop a database made by ``create_database``, even if in use."""
     url = sa.engine.make_url(db_url)
-    engine = _admin_engine(url.set(database='postgres'))
+    backend = url.get_backend_name()
+    name = url.database
+    if backend == 'sqlite':
+        for suffix in ('', '-journal', '-wal', '-shm'):
+            with contextlib.suppress(OSError):
+                os.unlink((name or '') + suffix)
+        return
+    if backend == 'postgresql':
+        admin = url.set(database='postgres')
+        statements = ['DROP DATABASE IF EXISTS "%s" WITH (FORCE)' % name]
+    else:
+        admin = url.set(database=None)
+        statements = ['SET SESSION lock_wait_timeout = 10',
+                      'DROP DATABASE IF EXISTS `%s`' % name]
+    engine = _admin_engine(admin)
     try:
         with engine.connect() as connection:
-            connection.execute(sa.text(
-                'DROP DATABASE IF EXISTS "%s" WITH (FORCE)' % url.database))
+            for statement in statements:
+                connection.execute(sa.text(statement))
     finally:
         engine.dispose()

@@ -66,6 +66,20 @@ def test_database_error_is_a_specific_error_and_consumes_nothing(endpoint):
     assert mgr.select_destinations(ctx, spec_obj=seed.make_spec())
 
 
+def test_unreachable_database_is_a_specific_error(endpoint, tmp_path):
+    ctx, mgr = endpoint
+    # The connection itself fails (a raw DBAPI error under SQLAlchemy
+    # 2.1, which oslo.db does not translate).
+    db.reset_for_tests('sqlite:///%s' % (tmp_path / 'missing' / 'x.sqlite'))
+    try:
+        err = _raises(exception.DatabaseUnavailable,
+                      mgr.select_destinations, ctx,
+                      spec_obj=seed.make_spec())
+    finally:
+        db.reset_for_tests()
+    assert 'database is unavailable' in str(err)
+
+
 def test_bad_casts_are_dropped(endpoint, caplog):
     ctx, mgr = endpoint
     mgr.update_aggregates(ctx, aggregates=['x'])

@@ -1,0 +1,504 @@
+"""Faults under load: real ``scheduler-service`` processes, a real
+RabbitMQ and a real PostgreSQL, broken while a caller keeps asking
+(issue 6).
+
+A caller thread sends ``select_destinations`` through ``SchedulerAPI``,
+one request after the other, with a short RPC timeout; each test breaks
+one thing and checks what the caller saw, then prints its figures in
+one line (``pytest -s`` shows them):
+
+* a service process (or a worker of a two-worker service) killed with
+  SIGKILL: the one request it may have taken is retried once after its
+  MessagingTimeout, and the survivor answers every request;
+* RabbitMQ stopped and started again on the same port: the service
+  reconnects and re-declares its queues by itself, without exiting;
+* PostgreSQL stopped for a few seconds: each request gets
+  DatabaseUnavailable within the caller's timeout, and answers again
+  once the database is back;
+* a compute service that stops heart-beating drops out of the
+  placements after ``service_down_time``, and comes back with its next
+  heartbeat (written with ``scheduler.db.api.service_heartbeat``, which
+  moves ``updated_at`` as a compute service does).
+
+Broken servers are the test's own (``private_server``, set up before
+``deploy`` so that the service stops before its server does), so that
+the session's servers stay as the other tests expect them.
+"""
+
+import contextlib
+import dataclasses
+import os
+import signal
+import threading
+import time
+
+import kombu
+import oslo_messaging as messaging
+import pytest
+import seed
+from deployment import Deployment
+
+from scheduler import context as scheduler_context
+from scheduler import exception
+from scheduler import rpc
+from scheduler import rpcapi
+from scheduler.bench import servers
+from scheduler.db import api as db
+
+# The caller's RPC timeout (s): a request lost with a killed process
+# costs this much before its retry.
+CALL_TIMEOUT = 5
+# Most seconds the service may take to serve again once the broker or
+# the database is back.
+RECOVERY_BOUND = 30
+# Seconds of load before a fault, and of service after recovery.
+WARM_UP = 1.5
+AFTERWARDS = 1.0
+# Most seconds one test may take (servers, service and faults included).
+TEST_TIMEOUT = 90
+
+HOSTS = ('host0', 'host1', 'host2')
+
+pytestmark = pytest.mark.timeout(TEST_TIMEOUT)
+
+
+def _seed_hosts(ctx):
+    """Three roomy hosts: every one passes the filters while its service
+    is up (with ``max_attempts`` 3, a request lists all of them)."""
+    for i, host in enumerate(HOSTS):
+        seed.add_compute(ctx, host, vcpus=4096, memory_mb=10 ** 6 * (i + 1),
+                         local_gb=10 ** 5)
+
+
+def _spec():
+    return seed.make_spec(memory_mb=1, vcpus=1, root_gb=1)
+
+
+# -------------------------------------------------------------- caller --
+
+@dataclasses.dataclass
+class Result:
+    """One request as the caller saw it (monotonic times)."""
+
+    sent: float
+    done: float
+    outcome: object         # 'ok', or the exception class
+    attempts: int
+    hosts: list
+    error: str = ''
+
+    @property
+    def ok(self):
+        return self.outcome == 'ok'
+
+
+class Caller(threading.Thread):
+    """Sequential ``select_destinations`` calls until ``stop()``.
+
+    A request that times out is sent again up to ``retries`` times
+    (a new message each time); any other error ends the request.
+    """
+
+    def __init__(self, dep, retries=0, timeout=CALL_TIMEOUT):
+        super().__init__(name='fault-caller', daemon=True)
+        self.api = rpcapi.SchedulerAPI(dep.transport, timeout=timeout)
+        self.ctx = dep.ctx
+        self.retries = retries
+        self.results = []
+        self._stopping = threading.Event()
+
+    def run(self):
+        while not self._stopping.is_set():
+            self.results.append(self._request())
+            # Back off a little after an error, as a real caller would.
+            self._stopping.wait(0 if self.results[-1].ok else 0.1)
+
+    def _request(self):
+        sent = time.monotonic()
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                picks = self.api.select_destinations(
+                    self.ctx, _spec(), return_objects=True,
+                    return_alternates=True)
+            except messaging.MessagingTimeout as exc:
+                if attempts <= self.retries:
+                    continue
+                outcome, hosts, error = type(exc), [], str(exc)
+            except Exception as exc:
+                outcome, hosts, error = type(exc), [], str(exc)
+            else:
+                outcome, error = 'ok', ''
+                hosts = [pick.service_host for pick in picks[0]]
+            return Result(sent, time.monotonic(), outcome, attempts, hosts,
+                          error[:300])
+
+    def stop(self):
+        self._stopping.set()
+        self.join(CALL_TIMEOUT * (self.retries + 1) + 10)
+        assert not self.is_alive(), 'the caller hangs'
+
+    def wait_ok_after(self, moment, timeout):
+        """The first answered request that ended after ``moment``
+        (waits up to ``timeout`` s for it); fails otherwise."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for result in list(self.results):
+                if result.ok and result.done > moment:
+                    return result
+            assert time.monotonic() < deadline, (
+                'no answer within %.0f s; last outcomes: %s' % (
+                    timeout, _outcomes(self.results[-5:])))
+            time.sleep(0.05)
+
+    def wait_requests(self, count, timeout=30):
+        """Wait until ``count`` more requests were answered."""
+        target = sum(r.ok for r in self.results) + count
+        deadline = time.monotonic() + timeout
+        while sum(r.ok for r in self.results) < target:
+            assert time.monotonic() < deadline, 'the load does not move'
+            time.sleep(0.05)
+
+
+def _errors(results):
+    """The distinct error messages of ``results``."""
+    return sorted({result.error for result in results if not result.ok})
+
+
+def _outcomes(results):
+    counts = {}
+    for result in results:
+        # A remote exception's class is a subclass named ``<name>_Remote``.
+        name = ('ok' if result.ok
+                else result.outcome.__name__.removesuffix('_Remote'))
+        counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+@contextlib.contextmanager
+def _load(dep, retries=0):
+    caller = Caller(dep, retries=retries)
+    caller.start()
+    try:
+        yield caller
+    finally:
+        caller.stop()
+
+
+@dataclasses.dataclass
+class Restart:
+    """What ``_restart_under_load`` saw (monotonic times)."""
+
+    results: list
+    down_at: float      # stop() called
+    stopped_at: float   # stop() returned
+    restart_at: float   # start() called
+    back_at: float      # start() returned: the server serves again
+    first: Result       # the first answer after back_at
+
+
+def _restart_under_load(dep, server, outage=0.0):
+    """Under load, stop ``server``, wait ``outage`` s, start it again on
+    the same port; return when the service answered 10 more requests."""
+    with _load(dep) as caller:
+        caller.wait_requests(5)
+        time.sleep(WARM_UP)
+        down_at = time.monotonic()
+        server.stop()
+        stopped_at = time.monotonic()
+        time.sleep(outage)
+        restart_at = time.monotonic()
+        server.start()
+        back_at = time.monotonic()
+        first = caller.wait_ok_after(back_at, RECOVERY_BOUND)
+        caller.wait_requests(10)
+        time.sleep(AFTERWARDS)
+    return Restart(caller.results, down_at, stopped_at, restart_at, back_at,
+                   first)
+
+
+def _ping(dep, server=None, timeout=2):
+    """The baseapi ping of the topic (or of one ``server``)."""
+    client = rpc.get_client(
+        dep.transport, messaging.Target(topic=rpc.TOPIC, namespace='baseapi',
+                                        version='1.1'), timeout=timeout)
+    if server:
+        client = client.prepare(server=server)
+    return client.call(dep.ctx, 'ping', arg='fault')
+
+
+def _wait_ping(dep, server, timeout=30):
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return _ping(dep, server)
+        except messaging.MessagingTimeout:
+            assert time.monotonic() < deadline, (
+                '%s does not answer:\n%s' % (server, dep.log()))
+
+
+def _report(name, **figures):
+    print('\nfaults: %s: %s' % (name, ', '.join(
+        '%s %s' % (key.replace('_', ' '),
+                   '%.2f s' % value if isinstance(value, float) else value)
+        for key, value in figures.items())))
+
+
+# ------------------------------------------------------------ fixtures --
+
+@pytest.fixture
+def deploy(tmp_path):
+    """``deploy(db_url, transport_url, host=..., options=...)``: a
+    started ``scheduler-service`` process; stopped at teardown."""
+    started = []
+
+    def _deploy(db_url, transport_url, host='scheduler-test', options=None,
+                seed_fn=None):
+        workdir = tmp_path / host
+        workdir.mkdir()
+        dep = Deployment(db_url, 'process', transport_url, str(workdir),
+                         options, host=host)
+        started.append(dep)
+        if seed_fn is not None:
+            seed_fn(dep.ctx)
+        return dep.start()
+
+    yield _deploy
+    for dep in reversed(started):
+        dep.stop()
+
+
+# -------------------------------------------------------------- kill -9 --
+
+@pytest.mark.parametrize('topology', ['two-services', 'two-workers'])
+def test_kill_9_one_of_two_survivor_answers_every_request(
+        topology, deploy, rabbit_url, postgresql_url, fresh_database):
+    db_url = fresh_database(postgresql_url)
+    if topology == 'two-services':
+        deps = [deploy(db_url, rabbit_url, host='scheduler-a',
+                       seed_fn=_seed_hosts),
+                deploy(db_url, rabbit_url, host='scheduler-b')]
+        for dep in deps:
+            _wait_ping(deps[0], dep.host)
+        victim, survivor = deps
+        pid = victim.pid
+    else:
+        survivor = deploy(db_url, rabbit_url, seed_fn=_seed_hosts,
+                          options={('scheduler', 'workers'): 2})
+        workers = survivor.worker_pids(2)
+        assert len(workers) == 2, survivor.log()
+        pid = workers[0]
+
+    with _load(survivor, retries=1) as caller:
+        caller.wait_requests(5)
+        time.sleep(WARM_UP)
+        killed_at = time.monotonic()
+        os.kill(pid, signal.SIGKILL)
+        first = caller.wait_ok_after(killed_at, CALL_TIMEOUT + RECOVERY_BOUND)
+        caller.wait_requests(10)
+        time.sleep(AFTERWARDS)
+    results = caller.results
+
+    after = [r for r in results if r.sent > first.done]
+    retried = [r for r in results if r.attempts > 1]
+    # Recovered once the requests the kill hit were answered.
+    recovery = max(r.done for r in retried + [first]) - killed_at
+    gap = max(later.done - earlier.done
+              for earlier, later in zip(results, results[1:], strict=False))
+    respawn = None
+    if topology == 'two-services':
+        assert victim.returncode == -signal.SIGKILL
+        _ping(survivor, survivor.host)
+    else:
+        # The launcher replaces the dead worker; both serve again.
+        deadline = time.monotonic() + RECOVERY_BOUND
+        while True:
+            pids = survivor.worker_pids(2, timeout=0)
+            if len(pids) == 2 and pid not in pids:
+                break
+            assert time.monotonic() < deadline, 'no new worker'
+            time.sleep(0.1)
+        respawn = time.monotonic() - killed_at
+    assert survivor.returncode is None, survivor.log()
+    _report('kill -9 (%s)' % topology, requests=len(results),
+            answered=sum(r.ok for r in results), retried=len(retried),
+            recovery=recovery, longest_gap=gap,
+            answered_after=len(after),
+            **({'worker_respawn': respawn} if respawn else {}))
+    # Every request got an answer, at most after one retry: only the one
+    # request the victim had taken (if any) was lost.
+    assert _outcomes(results) == {'ok': len(results)}
+    assert len(retried) <= 1
+    assert recovery < CALL_TIMEOUT * 2 + 5
+    # The survivor went on serving.
+    assert len(after) >= 10
+    assert all(set(r.hosts) <= set(HOSTS) and r.hosts for r in results)
+
+
+# ----------------------------------------------------- RabbitMQ restart --
+
+def _queue_exists(rabbit_url, name):
+    """Whether the broker has the queue ``name`` (passive declare)."""
+    url = rabbit_url.replace('rabbit://', 'amqp://', 1)
+    with kombu.Connection(url, connect_timeout=5) as connection:
+        try:
+            connection.default_channel.queue_declare(name, passive=True)
+        except connection.channel_errors:
+            return False
+    return True
+
+
+def test_rabbitmq_restart_service_reconnects(private_server, deploy,
+                                             postgresql_url,
+                                             fresh_database):
+    broker = private_server('rabbitmq')
+    dep = deploy(fresh_database(postgresql_url), broker.url,
+                 seed_fn=_seed_hosts)
+    run = _restart_under_load(dep, broker)
+    results, first = run.results, run.first
+    # The broker lost its transient queues; the service declared them
+    # again on reconnection (its topic and server queues).
+    redeclared = (_queue_exists(broker.url, rpc.TOPIC) and
+                  _queue_exists(broker.url, '%s.%s' % (rpc.TOPIC, dep.host)))
+    during = [r for r in results if run.down_at < r.done < first.done]
+    _report('RabbitMQ restart', requests=len(results),
+            answered=sum(r.ok for r in results),
+            broker_stop=run.stopped_at - run.down_at,
+            broker_start=broker.startup_s,
+            recovery_after_broker_up=first.done - run.back_at,
+            outage_seen_by_caller=first.done - run.down_at,
+            failed=_outcomes(r for r in during if not r.ok))
+    assert dep.returncode is None, dep.log()
+    assert first.done - run.back_at < RECOVERY_BOUND
+    assert redeclared
+    # Nothing but time-outs and connection errors while it was down,
+    # never a wrong answer.
+    assert all(r.ok or issubclass(r.outcome, messaging.MessagingException)
+               or issubclass(r.outcome, OSError) for r in results), (
+        _outcomes(results))
+    assert sum(r.ok for r in results if r.sent > first.done) >= 10
+    _ping(dep, dep.host)
+
+
+# ------------------------------------------------------ database outage --
+
+def test_database_outage_gives_database_unavailable(private_server, deploy,
+                                                    rabbit_url):
+    database = private_server('postgresql')
+    db_url = servers.create_database(database.url, prefix='faults')
+    dep = deploy(db_url, rabbit_url, seed_fn=_seed_hosts)
+    run = _restart_under_load(dep, database, outage=4.0)
+    results, first = run.results, run.first
+    # Requests sent and answered while the database was surely down.
+    down = [r for r in results if r.sent > run.stopped_at and
+            r.done < run.restart_at]
+    latency = max((r.done - r.sent for r in down), default=None)
+    _report('PostgreSQL outage', requests=len(results),
+            answered=sum(r.ok for r in results),
+            outage=run.restart_at - run.down_at,
+            during_outage=_outcomes(down), slowest_error=latency,
+            database_start=database.startup_s,
+            recovery_after_database_up=first.done - run.back_at)
+    assert dep.returncode is None, dep.log()
+    assert len(down) >= 3
+    assert _outcomes(down) == {'DatabaseUnavailable': len(down)}, (
+        _errors(down))
+    assert all(issubclass(r.outcome, exception.DatabaseUnavailable)
+               for r in down)
+    assert latency < CALL_TIMEOUT
+    assert first.done - run.back_at < RECOVERY_BOUND
+    # Around the outage: answers or DatabaseUnavailable, nothing else.
+    assert all(r.ok or issubclass(r.outcome, exception.DatabaseUnavailable)
+               for r in results), _outcomes(results)
+    assert sum(r.ok for r in results if r.sent > first.done) >= 10
+
+
+# ------------------------------------------------------------ heartbeat --
+
+class Heartbeats(threading.Thread):
+    """Heartbeats of the compute services in ``beating``, every
+    ``interval`` s, with ``db.service_heartbeat``."""
+
+    def __init__(self, ctx, hosts, interval):
+        super().__init__(name='heartbeats', daemon=True)
+        self.ctx = scheduler_context.get_admin_context()
+        self.ids = {svc['host']: svc['id']
+                    for svc in db.service_get_all_by_binary(ctx)
+                    if svc['host'] in hosts}
+        self.beating = set(hosts)
+        self.interval = interval
+        self._stopping = threading.Event()
+
+    def beat(self, host):
+        db.service_heartbeat(self.ctx, self.ids[host])
+
+    def run(self):
+        while not self._stopping.is_set():
+            for host in sorted(self.beating):
+                self.beat(host)
+            self._stopping.wait(self.interval)
+
+    def stop(self):
+        self._stopping.set()
+        self.join(10)
+
+
+def _hosts(api, ctx):
+    """The chosen host then the alternates of one request."""
+    picks = api.select_destinations(ctx, _spec(), return_objects=True,
+                                    return_alternates=True)[0]
+    return [pick.service_host for pick in picks]
+
+
+def test_heartbeat_loss_drops_host_and_heartbeat_brings_it_back(
+        deploy, rabbit_url, postgresql_url, fresh_database):
+    down_time, interval = 3, 1
+    options = {('DEFAULT', 'service_down_time'): down_time,
+               ('DEFAULT', 'report_interval'): interval}
+    db_url = fresh_database(postgresql_url)
+    heartbeats = None
+
+    def _seed(ctx):
+        nonlocal heartbeats
+        _seed_hosts(ctx)
+        heartbeats = Heartbeats(ctx, HOSTS, interval / 2)
+        heartbeats.start()
+
+    def wait_for(api, condition, timeout):
+        """Ask until the chosen host and alternates satisfy
+        ``condition``; return them."""
+        deadline = time.monotonic() + timeout
+        while True:
+            seen = _hosts(api, dep.ctx)
+            if condition(seen):
+                return seen
+            assert time.monotonic() < deadline, seen
+            time.sleep(0.1)
+
+    try:
+        dep = deploy(db_url, rabbit_url, options=options, seed_fn=_seed)
+        api = rpcapi.SchedulerAPI(dep.transport, timeout=CALL_TIMEOUT)
+        assert sorted(_hosts(api, dep.ctx)) == list(HOSTS)
+        heartbeats.beating.discard('host2')
+        silent_at = time.monotonic()
+        seen = wait_for(api, lambda seen: 'host2' not in seen,
+                        down_time + 10)
+        dropped = time.monotonic() - silent_at
+        assert sorted(seen) == ['host0', 'host1']
+        heartbeats.beat('host2')
+        beat_at = time.monotonic()
+        heartbeats.beating.add('host2')
+        wait_for(api, lambda seen: 'host2' in seen, 10)
+        back = time.monotonic() - beat_at
+        # Still up a while later: the heartbeats keep it.
+        time.sleep(down_time + interval)
+        assert sorted(_hosts(api, dep.ctx)) == list(HOSTS)
+    finally:
+        if heartbeats is not None:
+            heartbeats.stop()
+    _report('heartbeat', service_down_time=down_time,
+            dropped_after_last_beat=dropped, back_after_beat=back)
+    # Not before the window, not much later than it.
+    assert down_time - 1 <= dropped <= down_time + 5
+    assert back < 5
