@@ -459,10 +459,12 @@ class HostManager:
         return self.filter_handler.get_filtered_rows(
             self.enabled_filters, table, rows, spec_obj, index)
 
-    def get_weighed_rows(self, rows, spec_obj):
-        """``(rows, weights)`` sorted best first, over ``self.table``."""
+    def get_weighed_rows(self, rows, spec_obj, limit=None):
+        """``(rows, weights)`` sorted best first, over ``self.table``; with
+        ``limit``, only the best (see ``get_weighed_rows`` of
+        ``scheduler.weights.HostWeightHandler``)."""
         return self.weight_handler.get_weighed_rows(
-            self.weighers, self.table, rows, spec_obj)
+            self.weighers, self.table, rows, spec_obj, limit)
 
 
 def _version(compute):

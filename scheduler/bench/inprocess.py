@@ -93,22 +93,31 @@ class Timings:
 
 
 class Heartbeat:
-    """Refreshes every compute service's heartbeat
-    (``fleet.heartbeat_services``) when ``interval_s`` seconds have
-    passed; called between decisions only.  Forced-down services stay
-    down."""
+    """Keeps the compute services' heartbeats fresh
+    (``fleet.heartbeat_services``), spread as independent services spread
+    theirs: every ``interval_s / SLICES`` seconds one of ``SLICES``
+    slices of the services beats, so each beats every ``interval_s``
+    seconds.  Called between decisions only; the first call beats every
+    service.  Forced-down services stay down."""
+
+    SLICES = 10
 
     def __init__(self, ctx, interval_s=HEARTBEAT_INTERVAL_S):
         self.ctx = ctx
         self.interval_s = interval_s
         self.last = None   # the first call beats
+        self.next_slice = 0
 
     def beat_if_due(self):
         """Beat if due; return the seconds it took (0.0 if not due)."""
         started = time.monotonic()
-        if self.last is not None and started - self.last < self.interval_s:
+        if self.last is None:
+            fleet.heartbeat_services(self.ctx)
+        elif started - self.last >= self.interval_s / self.SLICES:
+            fleet.heartbeat_services(self.ctx, self.SLICES, self.next_slice)
+            self.next_slice = (self.next_slice + 1) % self.SLICES
+        else:
             return 0.0
-        fleet.heartbeat_services(self.ctx)
         self.last = time.monotonic()
         return self.last - started
 

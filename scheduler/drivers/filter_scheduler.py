@@ -88,9 +88,16 @@ class FilterScheduler(base.Scheduler):
         rows = manager.table.all_rows
         selected = []
         limit_filters = []
+        max_hosts = CONF.scheduler.max_attempts if return_alternates else 1
+        # The sorted hosts used after the last sort: the chosen ones, the
+        # random pick's subset and the alternates.
+        needed = max(max_hosts, CONF.filter_scheduler.host_subset_size) + num
+        realternate = return_alternates and num > 1
         for index in range(num):
+            final = index == num - 1 and not realternate
             rows = self._get_sorted_rows(spec_obj, rows, index,
-                                         limit_filters)
+                                         limit_filters,
+                                         limit=needed if final else None)
             rows = self._claim_first(context, spec_obj, rows, uuids[index])
             if not len(rows):
                 break
@@ -103,10 +110,10 @@ class FilterScheduler(base.Scheduler):
         if len(selected) < num:
             self._release(context, selected, spec_obj, num,
                           uuids[:len(selected)])
-        if return_alternates and num > 1:
+        if realternate:
             rows = self._get_sorted_rows(spec_obj, rows, num - 1,
-                                         limit_filters, pick=False)
-        max_hosts = CONF.scheduler.max_attempts if return_alternates else 1
+                                         limit_filters, pick=False,
+                                         limit=needed)
         # Enough hosts for every list, even if all chosen ones come first.
         alternates = manager.table.states_at(rows[:max_hosts + num])
         for state in selected + alternates:
@@ -144,16 +151,18 @@ class FilterScheduler(base.Scheduler):
         raise exception.NoValidHost(reason=NOT_ENOUGH_HOSTS)
 
     def _get_sorted_rows(self, spec_obj, rows, index, limit_filters,
-                         pick=True):
+                         pick=True, limit=None):
         """Filter and weigh the table ``rows``; with ``pick``, the random
         choice among the best ``host_subset_size`` comes first.  Filters
-        that ran in vectorised form are added to ``limit_filters``."""
+        that ran in vectorised form are added to ``limit_filters``.  With
+        ``limit``, only the best rows are sorted and returned (enough for
+        a last sort: the full order only matters as the next input)."""
         manager = self.host_manager
         rows, ran = manager.get_filtered_rows(rows, spec_obj, index)
         limit_filters.extend(f for f in ran if f not in limit_filters)
         if not len(rows):
             return rows
-        rows, weights = manager.get_weighed_rows(rows, spec_obj)
+        rows, weights = manager.get_weighed_rows(rows, spec_obj, limit)
         if CONF.filter_scheduler.shuffle_best_same_weighed_hosts:
             rows = self._shuffle_best(rows, weights)
         if not pick:

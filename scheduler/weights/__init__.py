@@ -153,12 +153,15 @@ class HostWeightHandler:
         return sorted(weighed, key=lambda item: item.weight, reverse=True)
 
 
-    def get_weighed_rows(self, weighers, table, rows, weight_properties):
+    def get_weighed_rows(self, weighers, table, rows, weight_properties,
+                         limit=None):
         """``get_weighed_objects`` over a HostTable.
 
         ``rows``: intp array of the candidate rows, in order.  Returns
         ``(rows, weights)``: the rows sorted best first (a stable sort, as
-        ``sorted``) and their float64 total weights.
+        ``sorted``) and their float64 total weights.  With ``limit``, only
+        the best rows: every row weighing at least the ``limit``-th best
+        weight (ties included), which is a prefix of the full order.
         """
         total = np.zeros(len(rows))
         if len(rows) <= 1:
@@ -171,8 +174,19 @@ class HostWeightHandler:
                 raw = np.minimum(raw, weigher.maxval)
             total += _multipliers(weigher, table, rows) * _normalize_array(
                 raw, weigher.minval, weigher.maxval)
-        order = np.argsort(-total, kind='stable')
-        return rows[order], total[order]
+        return _sorted_best_first(rows, total, limit)
+
+
+def _sorted_best_first(rows, total, limit):
+    """Stable descending sort of ``rows`` by ``total``; with ``limit``
+    (fewer than the rows), only the prefix of the rows weighing at least
+    the ``limit``-th largest total."""
+    if limit is not None and limit < len(rows):
+        threshold = np.partition(total, len(total) - limit)[-limit]
+        best = np.flatnonzero(total >= threshold)
+        rows, total = rows[best], total[best]
+    order = np.argsort(-total, kind='stable')
+    return rows[order], total[order]
 
 
 # The per-host methods a fast form must stand for.
