@@ -98,7 +98,7 @@ class HostManager:
         self._instance_info = {}
         self._by_id = {}           # compute_nodes.id -> HostState
         self._seen = {}            # compute_nodes.id -> (generation, time)
-        self._skipped_hosts = set()   # nodes' hosts without a service row
+        self._skipped = {}         # compute_nodes.id -> host, no service
         self._reread = set()       # compute_nodes.id to copy again
         self._last_read = None     # naive UTC start of the last read
         self._last_full = None     # monotonic time of the last full read
@@ -284,7 +284,7 @@ class HostManager:
                                        if c['host']})
         states = []
         self._by_id = {}
-        self._skipped_hosts = set()
+        self._skipped = {}
         for compute in computes:
             state = self._refresh_one(compute, services)
             if state is not None:
@@ -303,7 +303,7 @@ class HostManager:
         service = services.get(host)
         if service is None:
             LOG.warning('No compute service record found for host %s', host)
-            self._skipped_hosts.add(host)
+            self._skipped[compute['id']] = host
             return None
         key = (host, compute['hypervisor_hostname'])
         state = self.host_state_map.get(key)
@@ -352,18 +352,23 @@ class HostManager:
             return False
         for row in computes:
             state = self._by_id.get(row['id'])
-            if state is None or (state.host, state.nodename) != (
+            if state is None:
+                if self._skipped.get(row['id']) != row['host']:
+                    return False   # a new node, or one that moved
+            elif (state.host, state.nodename) != (
                     row['host'], row['hypervisor_hostname']):
                 return False
         known = self.table.rows_by_host
+        skipped_hosts = set(self._skipped.values())
         return not any(
             (svc['deleted'] and svc['host'] in known) or
-            (not svc['deleted'] and svc['host'] in self._skipped_hosts)
+            (not svc['deleted'] and svc['host'] in skipped_hosts)
             for svc in services)
 
     def _apply_compute_rows(self, context, computes):
         rows = {row['id']: row for row in computes
-                if self._seen.get(row['id']) != _version(row)}
+                if row['id'] in self._by_id and
+                self._seen.get(row['id']) != _version(row)}
         for compute_id in self._reread - rows.keys():
             if compute_id in self._by_id:
                 rows[compute_id] = db.compute_node_get(context, compute_id)

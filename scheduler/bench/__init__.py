@@ -2,7 +2,7 @@
 
 The benchmark builds N compute nodes with varied attributes
 (``workload``), warms the scheduler up and times ``select_destinations``
-on a deterministic request mix, in two modes:
+on a deterministic request mix, in three modes:
 
 inprocess (``inprocess``)
     The real FilterScheduler driver, with its HostManager, in this
@@ -15,12 +15,20 @@ endtoend (``endtoend``)
     at the caller, decisions per second and the service's resident
     memory.  The servers are the ones given (``--transport-url``,
     ``--database-connection``) or private ones it starts (``servers``).
+load (``load``)
+    Concurrent callers (``--callers``, default 8) for a time budget
+    against two schedulers sharing one RabbitMQ and PostgreSQL - one
+    ``scheduler-service`` with two workers, then two services - on a
+    small fleet that fills up: decisions per second, latency, lost claim
+    races, and a check in the database that no node is overcommitted.
+    Not part of ``all``; it has its own defaults (``load.DEFAULTS``).
 
-Both use the Newton default filters plus CoreFilter and every weigher
+All use the Newton default filters plus CoreFilter and every weigher
 (``SCHEDULER_OPTIONS``); only the benchmark's own options differ between
 runs.  ``report`` prints the table and writes one JSON object per
-(mode, hosts, instances).  The benchmark only measures: it changes
-neither the scheduler's code nor its decisions.
+(mode, hosts, instances), and per topology in the load mode.  The
+benchmark only measures: it changes neither the scheduler's code nor its
+decisions.
 """
 
 import dataclasses
@@ -54,6 +62,8 @@ QUIET_LOG_LEVELS = ['scheduler=WARNING',
 
 INPROCESS = 'inprocess'
 ENDTOEND = 'endtoend'
+LOAD = 'load'
+# ``--mode all``.
 MODES = (INPROCESS, ENDTOEND)
 
 

@@ -133,9 +133,15 @@ class ServiceProcess:
         return self.process.returncode
 
 
-def service_config(transport_url, db_url, host, exchange, seed):
-    """The configuration file text of the benchmarked service."""
-    levels = ','.join(logging.get_default_log_levels() + QUIET_LOG_LEVELS)
+def service_config(transport_url, db_url, host, exchange, seed=None,
+                   scheduler_lines=(), log_file=None, log_levels=()):
+    """The configuration file text of a benchmarked service: the
+    benchmark's filters and weighers, ``[scheduler] random_seed`` when
+    ``seed`` is given plus ``scheduler_lines`` (``name = value`` texts),
+    logging to ``log_file`` when given, with ``log_levels``
+    (``logger=LEVEL`` texts) added to the quiet defaults."""
+    levels = ','.join(logging.get_default_log_levels() + QUIET_LOG_LEVELS
+                      + list(log_levels))
     text = textwrap.dedent('''\
         [DEFAULT]
         host = %s
@@ -143,13 +149,20 @@ def service_config(transport_url, db_url, host, exchange, seed):
         control_exchange = %s
         debug = false
         default_log_levels = %s
+        ''') % (host, transport_url, exchange, levels)
+    if log_file:
+        text += 'log_file = %s\n' % log_file
+    text += textwrap.dedent('''\
         [database]
         connection = %s
         [oslo_messaging_rabbit]
         heartbeat_timeout_threshold = 0
-        ''') % (host, transport_url, exchange, levels, db_url)
+        ''') % db_url
     groups = scheduler_config_lines()
-    groups.setdefault('scheduler', []).append('random_seed = %d' % seed)
+    extra = list(scheduler_lines)
+    if seed is not None:
+        extra.append('random_seed = %d' % seed)
+    groups.setdefault('scheduler', []).extend(extra)
     for group, lines in groups.items():
         if group == 'oslo_messaging_rabbit':
             continue

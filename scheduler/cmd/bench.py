@@ -11,7 +11,8 @@ in-process then end-to-end (starting a private RabbitMQ and PostgreSQL on
 ``--requests N``            measured single-instance requests per size
                             (multi-instance: N / instances, at least 1)
 ``--warmup N``              requests before measuring
-``--mode inprocess|endtoend|all``
+``--mode inprocess|endtoend|load|all``  (``all``: inprocess and
+                            endtoend)
 ``--output FILE.json``      one JSON object per (mode, hosts, instances)
 ``--smoke``                 50 hosts, 30 requests, in-process plus
                             end-to-end when servers can be had
@@ -22,8 +23,16 @@ in-process then end-to-end (starting a private RabbitMQ and PostgreSQL on
 ``--profile-dir DIR``       cProfile one in-process decision per size
 ``--callers N``, ``--update-rounds N``, ``--seed N``, ``--noprogress``
 
+``--mode load`` runs the load test (``scheduler.bench.load``) with its
+own defaults for the options not given (``load.DEFAULTS``: 30 hosts, 8
+callers, 60 s per topology, 30 s call time-out...), shortened by
+``--smoke`` (``load.SMOKE``)::
+
+    scheduler-bench --mode load --output load.json
+
 Exit status: 0 when the benchmark ran (whether or not targets are met),
-2 when it could not run.
+1 when the load mode ran but its check failed (overcommit, unbalanced
+claims, unanswered calls), 2 when it could not run.
 """
 
 import os
@@ -39,6 +48,7 @@ from scheduler import bench
 from scheduler import config
 from scheduler.bench import endtoend
 from scheduler.bench import inprocess
+from scheduler.bench import load
 from scheduler.bench import report
 from scheduler.bench import servers
 from scheduler.bench import workload
@@ -62,10 +72,12 @@ BENCH_OPTS = [
     cfg.IntOpt('warmup', dest='bench_warmup', default=20, min=0,
                metavar='N', help='Requests before measuring.'),
     cfg.StrOpt('mode', dest='bench_mode', default='all', metavar='MODE',
-               choices=('inprocess', 'endtoend', 'all'),
+               choices=('inprocess', 'endtoend', 'load', 'all'),
                help='In-process (driver on a warm HostManager), '
                     'end-to-end (scheduler-service over RabbitMQ and '
-                    'PostgreSQL) or both.'),
+                    'PostgreSQL), both (all), or load (concurrent '
+                    'callers against 2 workers, then 2 services, with '
+                    'a check of the claims in the database).'),
     cfg.StrOpt('output', dest='bench_output', metavar='FILE.json',
                help='Write one JSON object per (mode, hosts, instances) '
                     'to this file, one per line.'),
@@ -109,6 +121,12 @@ BENCH_OPTS = [
                 help='Show progress bars (--noprogress to hide them).'),
 ]
 
+# Settings field -> option dest, for the load mode's own defaults.
+LOAD_OPTIONS = {'hosts': 'bench_hosts', 'instances': 'bench_instances',
+                'requests': 'bench_requests', 'callers': 'bench_callers',
+                'time_budget_s': 'bench_time_budget',
+                'call_timeout': 'bench_call_timeout'}
+
 EXPECTED_ERRORS = (bench.BenchError, servers.ServerError,
                    workload.WorkloadError, OSError)
 
@@ -124,6 +142,7 @@ def settings_from(conf=CONF):
     """A ``bench.Settings`` from the parsed options."""
     modes = (bench.MODES if conf.bench_mode == 'all'
              else (conf.bench_mode,))
+    loading = conf.bench_mode == bench.LOAD
     settings = bench.Settings(
         hosts=list(conf.bench_hosts), instances=list(conf.bench_instances),
         requests=conf.bench_requests, warmup=conf.bench_warmup,
@@ -137,8 +156,13 @@ def settings_from(conf=CONF):
         server_timeout=conf.bench_server_timeout,
         smoke=conf.bench_smoke, profile_dir=conf.bench_profile_dir,
         progress=conf.bench_progress)
+    if loading:
+        for name, dest in LOAD_OPTIONS.items():
+            if (conf.get_location(dest).location ==
+                    cfg.Locations.opt_default):
+                setattr(settings, name, load.DEFAULTS[name])
     if settings.smoke:
-        for name, value in SMOKE.items():
+        for name, value in (load.SMOKE if loading else SMOKE).items():
             setattr(settings, name, value)
         settings.endtoend_optional = conf.bench_mode == 'all'
     if not settings.hosts or not settings.instances:
@@ -155,7 +179,8 @@ def _parse(argv):
 
 def _servers_needed(settings):
     """``(rabbitmq, postgresql)``: the servers to start, or None when the
-    end-to-end mode is skipped.  Raises BenchError when it cannot run."""
+    end-to-end mode is skipped (the load mode needs them too).  Raises
+    BenchError when it cannot run."""
     rabbit = not settings.transport_url
     postgres = not settings.database_connection
     missing = [name for name, needed, available in (
@@ -168,7 +193,8 @@ def _servers_needed(settings):
         print('scheduler-bench: end-to-end skipped: %s not installed and '
               'no URL given' % ' and '.join(missing), file=sys.stderr)
         return None
-    raise bench.BenchError('end-to-end needs %s: install it or pass '
+    raise bench.BenchError('end-to-end and load need %s: install it or '
+                           'pass '
                            '--transport-url / --database-connection'
                            % ' and '.join(missing))
 
@@ -182,7 +208,7 @@ def run(settings, out):
         out.write(row)
 
     needed = None
-    if bench.ENDTOEND in settings.modes:
+    if bench.ENDTOEND in settings.modes or bench.LOAD in settings.modes:
         needed = _servers_needed(settings)
     if bench.INPROCESS in settings.modes:
         bench.apply_scheduler_options(CONF)
@@ -197,12 +223,16 @@ def run(settings, out):
                                   timeout_s=settings.server_timeout) as local:
             walls['servers start'] = time.monotonic() - started
             transport_url = settings.transport_url or local.rabbit_url
-            for hosts in settings.hosts:
-                started = time.monotonic()
-                endtoend.run(hosts, settings, transport_url,
-                             local.postgresql_url, emit)
-                walls['%s %d' % (bench.ENDTOEND, hosts)] = (
-                    time.monotonic() - started)
+            for mode, module in ((bench.ENDTOEND, endtoend),
+                                 (bench.LOAD, load)):
+                if mode not in settings.modes:
+                    continue
+                for hosts in settings.hosts:
+                    started = time.monotonic()
+                    module.run(hosts, settings, transport_url,
+                               local.postgresql_url, emit)
+                    walls['%s %d' % (mode, hosts)] = (
+                        time.monotonic() - started)
     return rows, walls
 
 
@@ -224,11 +254,20 @@ def main(argv=None):
         platform.python_version(), cpus, settings.seed,
         time.monotonic() - started,
         ', '.join('%s: %.1f s' % item for item in walls.items())))
-    report.print_table(rows)
+    loaded = [row for row in rows if row['mode'] == bench.LOAD]
+    if len(loaded) < len(rows) or not rows:
+        report.print_table([row for row in rows
+                            if row['mode'] != bench.LOAD])
+    if loaded:
+        load.print_table(loaded)
     if settings.output:
         print('Wrote %d row(s) to %s' % (len(rows), settings.output))
     if settings.profile_dir:
         print('Profiles of one decision in %s' % settings.profile_dir)
+    if not all(row['verified'] for row in loaded):
+        print('scheduler-bench: error: the load check failed (see '
+              '"verified")', file=sys.stderr)
+        return 1
     return 0
 
 
