@@ -465,7 +465,11 @@ def _start(tmp_path_factory, mode, transport_url, backend, kombu_url,
     # The seeded services never heartbeat: keep them up for the run.
     # (Deployment writes the group of each option as a config section.)
     default_group = None if mode == 'in-process' else 'DEFAULT'
+    # The probes are valid requests, which would claim resources: claims
+    # off, so that "the database is unchanged" stays an exact check
+    # (malformed messages never reach the claims).
     options = {**OPTIONS, (default_group, 'service_down_time'): 10 ** 6,
+               ('scheduler', 'claim_resources'): False,
                **(options or {})}
     dep = Deployment('sqlite:///%s' % (workdir / 'scheduler.sqlite'),
                      mode, transport_url, str(workdir), options)
