@@ -138,8 +138,7 @@ class HostFilterHandler:
                 break
         return rows, ran
 
-    @staticmethod
-    def _filter_rows(host_filter, table, rows, spec_obj, ran):
+    def _filter_rows(self, host_filter, table, rows, spec_obj, ran):
         mask = None
         if loadables.fast_form_applies(host_filter, 'host_mask',
                                        _REFERENCE):
@@ -156,7 +155,13 @@ class HostFilterHandler:
                 host_filter, key,
                 lambda state: host_filter.host_passes(state, spec_obj),
                 rows)]
-        passed = host_filter.filter_all(table.states_at(rows), spec_obj)
+        states = table.states_at(rows)
+        for earlier in ran:
+            # A per-host filter may read the limits (JsonFilter's
+            # ``$limits``): write those the vectorised filters skipped.
+            for state in states:
+                earlier.apply_limits(state, spec_obj)
+        passed = host_filter.filter_all(states, spec_obj)
         return table.rows_of(passed or [])
 
 

@@ -22,6 +22,9 @@ from scheduler.filters.ram_filter import BaseRamFilter
 class AggregateRamFilter(BaseRamFilter):
     """RamFilter (MiB) with the aggregates' ``ram_allocation_ratio``."""
 
+    # The ratio depends on the host's aggregates only: cacheable.
+    ratio_ignores_request = True
+
     def _get_ram_allocation_ratio(self, host_state, spec_obj):
         return utils.aggregate_allocation_ratio(
             host_state, 'ram_allocation_ratio')
@@ -29,6 +32,9 @@ class AggregateRamFilter(BaseRamFilter):
 
 class AggregateCoreFilter(BaseCoreFilter):
     """CoreFilter (vCPUs) with the aggregates' ``cpu_allocation_ratio``."""
+
+    # The ratio depends on the host's aggregates only: cacheable.
+    ratio_ignores_request = True
 
     def _get_cpu_allocation_ratio(self, host_state, spec_obj):
         return utils.aggregate_allocation_ratio(
@@ -38,6 +44,9 @@ class AggregateCoreFilter(BaseCoreFilter):
 class AggregateDiskFilter(BaseDiskFilter):
     """DiskFilter (MiB, limit in GiB) with the aggregates'
     ``disk_allocation_ratio``."""
+
+    # The ratio depends on the host's aggregates only: cacheable.
+    ratio_ignores_request = True
 
     def _get_disk_allocation_ratio(self, host_state, spec_obj):
         return utils.aggregate_allocation_ratio(

@@ -63,9 +63,12 @@ class ComputeCapabilitiesFilter(filters.BaseHostFilter):
 
     def memo_key(self, spec_obj):
         extra_specs = spec_obj.flavor.obj_get('extra_specs') or {}
-        if any(key.split(':')[:2] in (['service'], [SCOPE, 'service'])
+        if any(key.split(':')[:2] in (['service'], [SCOPE, 'service'],
+                                      ['limits'], [SCOPE, 'limits'])
                for key in extra_specs):
-            return None   # the service row changes without a version
+            # The service row changes without a version; limits are
+            # written by other filters as they run.
+            return None
         return tuple(sorted(extra_specs.items()))
 
     @staticmethod

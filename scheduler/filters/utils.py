@@ -10,6 +10,7 @@ import inspect
 import math
 import types
 
+import numpy as np
 from oslo_log import log as logging
 
 from scheduler import host_state as host_state_module
@@ -106,17 +107,36 @@ def allocation_ratio_rows(host_filter, table, rows, spec_obj, ratio_name):
     """The ratio ``host_filter._get_<ratio_name>(host_state, spec_obj)``
     gives each host of ``rows`` (a HostTable's intp row array), as a float
     array: the table's column of the host's own ratio when the filter says
-    it uses that (``uses_host_ratio``, set by the class that defines the
-    hook), else the hook's value cached per host."""
+    it uses that (``uses_host_ratio``), the hook's value cached per host
+    when it says the request does not matter (``ratio_ignores_request``),
+    else the hook called for each host.  Each flag counts only when set
+    by the class that defines the hook."""
     hook = '_get_' + ratio_name
-    if getattr(host_filter, 'uses_host_ratio', False) and \
-            loadables.fast_form_applies(host_filter, 'uses_host_ratio',
-                                        (hook,)):
+    ratio_of = getattr(host_filter, hook)
+    if _declared_with(host_filter, 'uses_host_ratio', hook):
         return table.columns[ratio_name][rows]
-    return table.memo(
-        host_filter, 'ratio',
-        lambda state: getattr(host_filter, hook)(state, spec_obj),
-        rows, dtype=float)
+    if _declared_with(host_filter, 'ratio_ignores_request', hook):
+        return table.memo(host_filter, 'ratio',
+                          lambda state: ratio_of(state, spec_obj),
+                          rows, dtype=float)
+    return np.fromiter((ratio_of(state, spec_obj)
+                        for state in table.states_at(rows)),
+                       dtype=float, count=len(rows))
+
+
+def _declared_with(obj, flag, method):
+    return bool(getattr(obj, flag, False)) and loadables.fast_form_applies(
+        obj, flag, (method,))
+
+
+def finite_float(value):
+    """``float(value)``; ValueError for ``nan`` and infinities, which no
+    multiplier or setting may be (they would make weights incomparable).
+    """
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError('%r is not a finite number' % (value,))
+    return number
 
 
 def allocation_ratio_value(value):

@@ -99,7 +99,7 @@ class BaseHostWeigher:
         return filter_utils.validate_num_values(
             filter_utils.aggregate_values_from_key(
                 host_state, self.multiplier_option),
-            default, cast_to=float)
+            default, cast_to=filter_utils.finite_float)
 
     def _weigh_object(self, host_state, weight_properties):
         """The raw weight of one host."""

@@ -41,7 +41,7 @@ class MetricsWeigher(weights.BaseHostWeigher):
     def weight_multiplier(self, host_state):
         return filter_utils.aggregate_min_value(
             host_state, AGGREGATE_MULTIPLIER_KEY,
-            CONF.metrics.weight_multiplier, cast_to=float)
+            CONF.metrics.weight_multiplier, cast_to=filter_utils.finite_float)
 
     def _weigh_object(self, host_state, weight_properties):
         values = metrics.host_metrics(host_state)
