@@ -19,10 +19,14 @@ compute node's resource tracker would report, with Nova's arithmetic
 decision: it records the instances (``instance_create`` with host and
 node), writes the node's new ``compute_nodes`` row (``compute_node_update``
 also bumps ``updated_at``, so the scheduler takes the row over its own
-virtual consumption on its next request) and casts ``update_instance_info``
-with the new instances.  On a deletion it soft-deletes the instance, writes
-the row and casts ``delete_instance_info``.  Claims always succeed: the
-agent trusts the scheduler's choice and does not check the limits.
+virtual consumption on its next request), drops the scheduler's claims for
+the new instances, which that row now counts (what the scheduler's
+periodic reconciliation would do later; done at once, so that a replay's
+placements do not depend on when it runs), and casts
+``update_instance_info`` with the new instances.  On a deletion it
+soft-deletes the instance, writes the row and casts
+``delete_instance_info``.  The agent's own claims always succeed: it
+trusts the scheduler's choice and does not check the limits.
 """
 
 import collections
@@ -30,6 +34,7 @@ import dataclasses
 import uuid
 
 from scheduler.db import api as db
+from scheduler.db import claims
 from scheduler.host_state import resolve_allocation_ratio
 from scheduler.objects import instance as instance_obj
 
@@ -247,6 +252,7 @@ class ComputeAgents:
                 node.add(record.vm)
             db.compute_node_update(self.ctx, node.compute_id,
                                    node.row_values())
+        claims.release_many(self.ctx, [record.uuid for record in records])
         self.api.update_instance_info(
             self.ctx, node.host,
             instance_obj.InstanceList(objects=instances))
