@@ -153,9 +153,10 @@ class HostManager:
                 if agg_id in self.aggs_by_id]
 
     def _apply_aggregates(self, hosts):
-        for state in self._states_of(hosts):
+        states = self._states_of(hosts)
+        for state in states:
             state.update(aggregates=self.aggregates_for(state.host))
-            self.table.sync([state], part='aggregates')
+        self.table.sync(states, part='aggregates')
 
     def _states_of(self, hosts):
         table = self.table
@@ -184,10 +185,16 @@ class HostManager:
         self._set_host_instances(host, rows, updated=False)
 
     def _apply_instances(self, hosts):
-        for state in self._states_of(hosts):
-            state.update(instances=self._instance_info[state.host][
-                'instances'])
-            self.table.sync([state])
+        self.table.sync(self._give_instances(hosts))
+
+    def _give_instances(self, hosts):
+        """Hand the hosts' instance dicts to their HostStates; returns
+        those HostStates (to be synced)."""
+        states = self._states_of(hosts)
+        for state in states:
+            state.update(
+                instances=self._instance_info[state.host]['instances'])
+        return states
 
     def _in_sync(self, host):
         info = self._instance_info.get(host)
@@ -405,11 +412,7 @@ class HostManager:
         if not hosts:
             return []
         self._read_instances(context, hosts)
-        states = self._states_of(hosts)
-        for state in states:
-            state.update(
-                instances=self._instance_info[state.host]['instances'])
-        return states
+        return self._give_instances(hosts)
 
     # -- consumption -------------------------------------------------------
 

@@ -65,7 +65,10 @@ CALL_ERRORS = (messaging.MessagingException,)
 
 
 class ServiceProcess:
-    """A ``scheduler-service`` process on its own configuration file."""
+    """A ``scheduler-service`` process on its own configuration file
+    (in a session of its own when ``new_session`` is set)."""
+
+    new_session = False
 
     def __init__(self, workdir, config_text):
         self.workdir = workdir
@@ -81,7 +84,8 @@ class ServiceProcess:
                 [sys.executable, '-m', 'scheduler.cmd.service',
                  '--config-file', self.config_path],
                 stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, cwd=self.workdir)
+                stderr=subprocess.STDOUT, cwd=self.workdir,
+                start_new_session=self.new_session)
 
     def log_tail(self, chars=4000):
         try:

@@ -66,7 +66,6 @@ import dataclasses
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -218,6 +217,8 @@ class LoadService(endtoend.ServiceProcess):
     (``stop`` also kills what is left of its process group), logging to
     ``log_file``; stdout and stderr go to ``log_path``."""
 
+    new_session = True
+
     def __init__(self, workdir, transport_url, db_url, host, exchange,
                  workers):
         self.host = host
@@ -225,15 +226,6 @@ class LoadService(endtoend.ServiceProcess):
         self.log_file = os.path.join(workdir, LOG_FILE)
         super().__init__(workdir, service_config(
             transport_url, db_url, host, exchange, workers, self.log_file))
-
-    def start(self):
-        with open(self.log_path, 'wb') as log:
-            self.process = subprocess.Popen(
-                [sys.executable, '-m', 'scheduler.cmd.service',
-                 '--config-file', self.config_path],
-                stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, cwd=self.workdir,
-                start_new_session=True)
 
     def log_text(self):
         try:
