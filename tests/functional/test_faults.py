@@ -27,6 +27,7 @@ the session's servers stay as the other tests expect them.
 
 import contextlib
 import dataclasses
+import datetime
 import os
 import signal
 import threading
@@ -37,13 +38,16 @@ import oslo_messaging as messaging
 import pytest
 import seed
 from deployment import Deployment
+from oslo_utils import timeutils
 
 from scheduler import context as scheduler_context
 from scheduler import exception
 from scheduler import rpc
 from scheduler import rpcapi
 from scheduler.bench import servers
+from scheduler.conf import CONF
 from scheduler.db import api as db
+from scheduler.db import claims
 
 # The caller's RPC timeout (s): a request lost with a killed process
 # costs this much before its retry.
@@ -334,6 +338,24 @@ def test_kill_9_one_of_two_survivor_answers_every_request(
     # The survivor went on serving.
     assert len(after) >= 10
     assert all(set(r.hosts) <= set(HOSTS) and r.hosts for r in results)
+    _assert_claims_settle(survivor.ctx, len(results), len(retried))
+
+
+def _assert_claims_settle(ctx, requests, retried):
+    """One claim per answered request (a retry re-claims for the same
+    instance, replacing what the killed process claimed), no node
+    overcommitted or out of balance, and no claim outliving its expiry:
+    nothing records the instances, so all of them expire."""
+    assert claims.overcommitted_nodes(ctx) == []
+    assert claims.unbalanced_nodes(ctx) == []
+    taken = claims.claims_count(ctx)
+    assert requests - retried <= taken <= requests
+    expiry = timeutils.utcnow() + datetime.timedelta(
+        seconds=CONF.scheduler.claim_timeout + 1)
+    assert claims.reconcile(ctx, now=expiry) == {'expired': taken,
+                                                 'superseded': 0}
+    assert claims.claims_count(ctx) == 0
+    assert claims.unbalanced_nodes(ctx) == []
 
 
 # ----------------------------------------------------- RabbitMQ restart --
