@@ -77,7 +77,15 @@ def get_client(transport, target, version_cap=None, timeout=None):
 
 
 def get_notifier(transport, host):
-    """A notifier publishing as ``scheduler.<host>``."""
+    """A notifier publishing as ``scheduler.<host>``, through the
+    ``[oslo_messaging_notifications] driver`` list of ``transport.conf``.
+
+    With no driver configured it is given the ``noop`` driver explicitly,
+    so that ``is_enabled()`` says False (oslo.messaging answers True for
+    an empty list) and callers can skip building payloads.
+    """
+    drivers = transport.conf.oslo_messaging_notifications.driver
     return messaging.Notifier(
         transport, publisher_id='scheduler.%s' % host,
+        driver=None if drivers else 'noop',
         serializer=RequestContextSerializer(messaging.JsonPayloadSerializer()))

@@ -205,3 +205,13 @@ def test_rpc_notifier_publisher_id():
     transport = messaging.get_notification_transport(CONF, url='fake://')
     assert rpc.get_notifier(transport, 'sched-7').publisher_id == \
         'scheduler.sched-7'
+
+
+def test_rpc_notifier_is_disabled_without_a_driver(conf):
+    """No ``[oslo_messaging_notifications] driver``: the notifier says it
+    is disabled, so the driver builds no payload; with one, enabled."""
+    transport = messaging.get_notification_transport(CONF, url='fake://')
+    conf.set_override('driver', [], group='oslo_messaging_notifications')
+    assert not rpc.get_notifier(transport, 'sched-7').is_enabled()
+    conf.set_override('driver', ['test'], group='oslo_messaging_notifications')
+    assert rpc.get_notifier(transport, 'sched-7').is_enabled()
