@@ -19,6 +19,10 @@ Keeping it current costs O(changed hosts), never O(hosts):
   Python function for one request key (an extra-spec set, an image
   property set...), recomputing only the rows whose version changed since
   (at most ``MEMO_KEYS`` keys per owner, least recently used dropped);
+  with a ``scope`` (the part of the host the function reads: its
+  aggregates' metadata, or named attributes), it runs once per distinct
+  value of that part instead of once per host, so a request key seen for
+  the first time costs O(distinct values), not O(hosts), in Python;
 * ``rows_with_instance(uuid)`` answers "which hosts run this instance" from
   an index kept per row, for the server-group filters and weighers.
 
@@ -30,11 +34,15 @@ import collections
 import datetime
 
 import numpy as np
+from oslo_versionedobjects import fields as ovo_fields
 
 from scheduler import servicegroup
 from scheduler.filters import utils
 
 MEMO_KEYS = 64
+# ``memo`` scope: the function reads only the ``metadata`` of the host's
+# aggregates (in the host's order).
+AGGREGATE_METADATA = 'aggregate_metadata'
 _EPOCH = datetime.datetime(1970, 1, 1)
 _NO_HEARTBEAT = np.iinfo(np.int64).min
 
@@ -109,6 +117,11 @@ class HostTable:
                               count=size)
             for name, (dtype, get) in COLUMNS.items()}
         self._memos = {}
+        self._groupings = {}
+        # Bumped with any version: ``memo`` reuses the codes it gave for
+        # the same rows array while it has not moved.
+        self._stamp = 0
+        self._last_codes = {}
         self._row_uuids = [frozenset(s.instances) for s in self.states]
         self._uuid_rows = collections.defaultdict(set)
         for row, uuids in enumerate(self._row_uuids):
@@ -143,6 +156,7 @@ class HostTable:
             if part == 'service':
                 continue
             self.row_version[row] += 1
+            self._stamp += 1
             if part == 'aggregates':
                 self.aggregate_version[row] += 1
             self._reindex_instances(row, frozenset(state.instances))
@@ -205,32 +219,221 @@ class HostTable:
         age[beats == _NO_HEARTBEAT] = np.iinfo(np.int64).max
         return age
 
-    def memo(self, owner, key, fn, rows, dtype=bool, versions=None):
+    def memo(self, owner, key, fn, rows, dtype=bool, scope=None):
         """``fn(state)`` for the HostStates of ``rows``, as an array.
 
-        Results are kept per ``(owner, key)``: a row is recomputed only
-        when its version changed since (``versions``: ``row_version``, the
-        default, or ``aggregate_version`` for a function of the host's
-        aggregates only).  ``key`` must capture everything besides the
-        HostState that ``fn`` depends on; ``fn`` must not read the
-        host's ``service``, whose changes bump no version.  ``fn`` may
-        raise; rows computed before the exception stay cached.
+        Results are kept per ``(owner, key)``; ``key`` must capture
+        everything besides the HostState that ``fn`` depends on.
+        ``scope`` says what of the HostState ``fn`` reads:
+
+        * None: anything but the host's ``service`` (whose changes bump no
+          version); a row is recomputed when its ``row_version`` changed;
+        * ``AGGREGATE_METADATA``: only the ``metadata`` of its aggregates;
+        * a tuple of attribute names: only those public data attributes
+          (as ``filters.utils.public_attribute`` reads them).
+
+        With a scope, ``fn`` runs once per distinct value of that part
+        (equal types and contents) among ``rows``, on one of its hosts.
+        ``fn`` may raise; results computed before the exception stay
+        cached.
         """
-        current = self.row_version if versions is None else versions
+        if scope is None:
+            return self._memo_rows(owner, key, fn, rows, dtype)
+        grouping = self._grouping(scope)
+        codes = self._codes(scope, grouping, rows)
+        entry = self._memo_entry(owner, (scope, key),
+                                 lambda: _GroupResults(dtype))
+        values, known = entry.arrays(grouping)
+        missing = ~known[codes]
+        if missing.any():
+            missing_rows = rows[missing]
+            todo, first = np.unique(codes[missing], return_index=True)
+            for code, at in zip(todo.tolist(), first.tolist(),
+                                strict=True):
+                values[code] = fn(self.states[missing_rows[at]])
+                known[code] = True
+        return values[codes]
+
+    def _codes(self, scope, grouping, rows):
+        """``grouping.codes_at(rows)``, reused for the same ``rows`` array
+        (the weighers of one weighing share it) until a sync."""
+        last = self._last_codes.get(scope)
+        if last is not None and last[0] is rows and last[1] == self._stamp:
+            return last[2]
+        codes = grouping.codes_at(rows, self.states)
+        self._last_codes[scope] = (rows, self._stamp, codes)
+        return codes
+
+    def _memo_entry(self, owner, key, make):
+        """The cached entry ``(owner, key)``, made by ``make()`` when
+        missing; least recently used keys beyond ``MEMO_KEYS`` dropped."""
         cache = self._memos.setdefault(owner, collections.OrderedDict())
         entry = cache.get(key)
         if entry is None:
-            entry = (np.zeros(len(self.states), dtype=dtype),
-                     np.full(len(self.states), -1, dtype=np.int64))
-            cache[key] = entry
+            entry = cache[key] = make()
             if len(cache) > MEMO_KEYS:
                 cache.popitem(last=False)
         else:
             cache.move_to_end(key)
-        values, seen = entry
+        return entry
+
+    def _memo_rows(self, owner, key, fn, rows, dtype):
+        size = len(self.states)
+        values, seen = self._memo_entry(
+            owner, key, lambda: (np.zeros(size, dtype=dtype),
+                                 np.full(size, -1, dtype=np.int64)))
+        current = self.row_version
         stale = rows[seen[rows] != current[rows]]
         states = self.states
         for row in stale.tolist():
             values[row] = fn(states[row])
             seen[row] = current[row]
         return values[rows]
+
+    def _grouping(self, scope):
+        """The ``_Grouping`` of a memo scope.  A tuple of several
+        attributes groups by the codes of each attribute's own grouping,
+        so each attribute's values are read and compared once for all
+        the scopes that name it."""
+        grouping = self._groupings.get(scope)
+        if grouping is None:
+            size = len(self.states)
+            if scope == AGGREGATE_METADATA:
+                grouping = _Grouping(size, self.aggregate_version,
+                                     signature=_aggregate_metadata)
+            elif len(scope) == 1:
+                grouping = _Grouping(size, self.row_version,
+                                     signature=_attribute(scope[0]))
+            else:
+                grouping = _Grouping(
+                    size, self.row_version,
+                    parts=[self._grouping((name,)) for name in scope])
+            self._groupings[scope] = grouping
+        return grouping
+
+
+class _Grouping:
+    """Hosts with equal values of one part (a ``memo`` scope) share a
+    code: ``codes_at(rows)`` gives them, computing the value only for rows
+    whose version changed since.  The value is ``signature(state)``, or
+    the tuple of the codes of the ``parts`` groupings.  When more values
+    were seen than twice the rows, or a part's codes started over, the
+    codes start over (a new ``generation``), so values that keep changing
+    cannot grow it without bound."""
+
+    def __init__(self, size, versions, signature=None, parts=()):
+        self.signature = signature
+        self.parts = parts
+        self.part_generations = None
+        self.versions = versions    # the table's array, updated in place
+        self.codes = np.zeros(size, dtype=np.intp)
+        self.seen = np.full(size, -1, dtype=np.int64)
+        self.values = {}
+        self.generation = 0
+        self.max_values = 2 * size + MEMO_KEYS
+
+    def _start_over(self):
+        self.values.clear()
+        self.seen[:] = -1
+        self.generation += 1
+
+    def codes_at(self, rows, states):
+        part_codes = [part.codes_at(rows, states) for part in self.parts]
+        generations = [part.generation for part in self.parts]
+        if generations != self.part_generations:
+            if self.part_generations is not None:
+                self._start_over()
+            self.part_generations = generations
+        stale = self.seen[rows] != self.versions[rows]
+        if len(self.values) + np.count_nonzero(stale) > self.max_values:
+            self._start_over()
+            stale[:] = True
+        stale_rows = rows[stale].tolist()
+        if self.parts:
+            signatures = zip(*(codes[stale].tolist()
+                               for codes in part_codes), strict=True)
+        else:
+            signatures = (self.signature(states[row]) for row in stale_rows)
+        values, codes, seen, versions = (self.values, self.codes, self.seen,
+                                         self.versions)
+        for row, signature in zip(stale_rows, signatures, strict=True):
+            codes[row] = values.setdefault(signature, len(values))
+            seen[row] = versions[row]
+        return codes[rows]
+
+
+class _GroupResults:
+    """A scoped memo's results, one per code of a ``_Grouping``."""
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+        self.generation = None
+        self.values = self.known = None
+
+    def arrays(self, grouping):
+        """``(values, known)`` sized for the grouping's codes; emptied
+        when its codes started over."""
+        size = len(grouping.values)
+        if self.generation != grouping.generation:
+            self.generation = grouping.generation
+            self.values = np.zeros(size, dtype=self.dtype)
+            self.known = np.zeros(size, dtype=bool)
+        elif len(self.values) < size:
+            grow = size - len(self.values)
+            self.values = np.concatenate(
+                (self.values, np.zeros(grow, dtype=self.dtype)))
+            self.known = np.concatenate((self.known,
+                                         np.zeros(grow, dtype=bool)))
+        return self.values, self.known
+
+
+class _Unequal:
+    """Stands for a value whose equality cannot be trusted to mean equal
+    behaviour: equal to nothing but itself."""
+
+    __slots__ = ()
+
+
+_EXACT_TYPES = (str, int, bool, bytes, type(None))
+# Containers compared by content; oslo.versionedobjects' coerced ones
+# (an object's dict and list fields) behave as the builtin ones.
+_DICTS = (dict, ovo_fields.CoercedDict)
+_SEQUENCES = (list, tuple, ovo_fields.CoercedList)
+_SETS = (set, frozenset, ovo_fields.CoercedSet)
+
+
+def _frozen(value):
+    """A hashable stand-in for ``value``, equal for two values only when
+    they have the same types and contents throughout (``0``, ``0.0``,
+    ``False`` and ``-0.0`` all differ); any other object is equal only to
+    itself."""
+    kind = type(value)
+    if kind in _EXACT_TYPES:
+        return kind, value
+    if kind is float:
+        return kind, repr(value)
+    if kind in _DICTS:
+        return dict, tuple((_frozen(k), _frozen(v))
+                           for k, v in value.items())
+    if kind in _SEQUENCES:
+        return kind, tuple(_frozen(item) for item in value)
+    if kind in _SETS:
+        return kind, frozenset(_frozen(item) for item in value)
+    return _Unequal()
+
+
+def _aggregate_metadata(state):
+    return tuple(_frozen(aggregate.obj_get('metadata') or {})
+                 for aggregate in state.aggregates)
+
+
+_MISSING = object()
+
+
+def _attribute(name):
+    """The signature of the public data attribute ``name`` (a missing
+    attribute has a marker of its own)."""
+    def signature(state):
+        value = utils.public_attribute(state, name, _MISSING)
+        return ('missing',) if value is _MISSING else _frozen(value)
+    return signature

@@ -21,7 +21,10 @@ in its fastest exact form, in this order of preference:
    ``apply_limits`` for the hosts the driver returns;
 2. ``memo_key(spec_obj)``: a hashable key such that ``host_passes``
    depends on nothing else of the request; results are cached per host
-   and key, and recomputed only for hosts that changed;
+   and key, and recomputed only for hosts that changed.  With a
+   ``memo_scope(spec_obj)`` naming the part of the host ``host_passes``
+   reads for that request (``host_table.AGGREGATE_METADATA`` or a tuple of
+   attribute names), it runs once per distinct value of that part;
 3. otherwise ``filter_all`` over the HostStates, Nova's plain contract,
    which any third-party filter gets without doing anything.
 """
@@ -74,6 +77,13 @@ class BaseHostFilter:
         ``host_passes`` reads, so its results can be cached per host; None
         (the default) when there is none or ``host_passes`` has side
         effects."""
+        return None
+
+    def memo_scope(self, spec_obj):
+        """What of the host ``host_passes`` reads for this request, when
+        ``memo_key`` gives a key: ``host_table.AGGREGATE_METADATA`` (the
+        metadata of its aggregates), a tuple of public data attribute
+        names, or None (the default: anything but the service)."""
         return None
 
     def apply_limits(self, host_state, spec_obj):
@@ -151,10 +161,14 @@ class HostFilterHandler:
                                        _REFERENCE):
             key = host_filter.memo_key(spec_obj)
         if key is not None:
+            scope = None
+            if loadables.fast_form_applies(host_filter, 'memo_scope',
+                                           _REFERENCE):
+                scope = host_filter.memo_scope(spec_obj)
             return rows[table.memo(
                 host_filter, key,
                 lambda state: host_filter.host_passes(state, spec_obj),
-                rows)]
+                rows, scope=scope)]
         states = table.states_at(rows)
         for earlier in ran:
             # A per-host filter may read the limits (JsonFilter's

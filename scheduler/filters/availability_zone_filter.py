@@ -9,6 +9,7 @@ import numpy as np
 from oslo_log import log as logging
 
 from scheduler import filters
+from scheduler import host_table
 from scheduler.conf import CONF
 from scheduler.filters import utils
 
@@ -51,6 +52,10 @@ class AvailabilityZoneFilter(filters.BaseHostFilter):
     def memo_key(self, spec_obj):
         return (spec_obj.get('availability_zone'),
                 CONF.default_availability_zone)
+
+    def memo_scope(self, spec_obj):
+        # A host's zones come from its aggregates' metadata only.
+        return host_table.AGGREGATE_METADATA
 
     @staticmethod
     def _host_zones(host_state):

@@ -71,6 +71,20 @@ class ComputeCapabilitiesFilter(filters.BaseHostFilter):
             return None
         return tuple(sorted(extra_specs.items()))
 
+    def memo_scope(self, spec_obj):
+        """The attributes the extra specs name (the first step of each
+        path) and ``stats``, where a name that is no attribute is looked
+        up."""
+        extra_specs = spec_obj.flavor.obj_get('extra_specs') or {}
+        names = {'stats'}
+        for key in extra_specs:
+            scope = key.split(':')
+            if len(scope) == 1:
+                names.add(key)
+            elif scope[0] == SCOPE:
+                names.add(scope[1])
+        return tuple(sorted(names))
+
     @staticmethod
     def _capability_path(host_state, key):
         """The path of the capability ``key`` names, or None to ignore."""

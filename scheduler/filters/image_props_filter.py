@@ -28,6 +28,8 @@ HV_TYPES = frozenset((
     'kvm', 'lxc', 'lxd', 'openvz', 'parallels', 'vz', 'phyp', 'qemu', 'test',
     'uml', 'vbox', 'vmware', 'xen', 'zvm', 'prsm'))
 VM_MODES = frozenset(('hvm', 'xen', 'uml', 'exe'))
+# The HostState attributes ``host_passes`` reads (its ``memo_scope``).
+HOST_ATTRIBUTES = ('hypervisor_version', 'supported_instances')
 
 _ARCH_ALIASES = {'i386': 'i686', 'i486': 'i686', 'i586': 'i686',
                  'x86_32': 'i686', 'x86_32p': 'i686', 'amd64': 'x86_64'}
@@ -155,6 +157,9 @@ class ImagePropertiesFilter(filters.BaseHostFilter):
         props = _image_properties(spec_obj)
         return (tuple(_requested_triple(props)),
                 props.get('img_hv_requested_version'))
+
+    def memo_scope(self, spec_obj):
+        return HOST_ATTRIBUTES
 
     @staticmethod
     def _supports(supported, requested):

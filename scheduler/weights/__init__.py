@@ -28,14 +28,15 @@ NumPy expressions, giving bit-for-bit the same weights and order.  Raw
 values come from the weigher's fastest exact form: ``weigh_rows``
 (vectorised over the table's columns), else ``memo_key`` (per-host results
 cached per request key, recomputed for changed hosts only), else Nova's
-``weigh_objects`` over the HostStates.  Multipliers are cached per host
-the same way, since they depend only on the host's aggregates and the
-configuration.
+``weigh_objects`` over the HostStates.  Multipliers are computed once
+per distinct aggregate metadata and cached, since they depend only on
+that and the configuration (``multiplier_key``).
 """
 
 import numpy as np
 from oslo_log import log as logging
 
+from scheduler import host_table
 from scheduler import loadables
 from scheduler.conf import CONF
 from scheduler.filters import utils as filter_utils
@@ -216,9 +217,17 @@ def _raw_weights(weigher, table, rows, weight_properties):
 
 
 def _multipliers(weigher, table, rows):
+    """The multiplier of each row: cached once per distinct aggregate
+    metadata, unless a plug-in overrides ``weight_multiplier`` (which may
+    then read anything, so it is called for each host)."""
+    if not loadables.fast_form_applies(weigher, 'multiplier_key',
+                                       ('weight_multiplier',)):
+        return np.fromiter((weigher.weight_multiplier(state)
+                            for state in table.states_at(rows)),
+                           dtype=np.float64, count=len(rows))
     return table.memo(weigher, ('multiplier', weigher.multiplier_key()),
                       weigher.weight_multiplier, rows, dtype=np.float64,
-                      versions=table.aggregate_version)
+                      scope=host_table.AGGREGATE_METADATA)
 
 
 def _normalize_array(weights, minval=None, maxval=None):

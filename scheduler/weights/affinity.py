@@ -53,6 +53,11 @@ class _SoftAffinityWeigherBase(weights.BaseHostWeigher):
             self._warned_negative = True
         return multiplier
 
+    def multiplier_key(self):
+        # ``weight_multiplier`` above still reads only the aggregates'
+        # metadata and the option, so its results may be cached.
+        return super().multiplier_key()
+
     def _weigh_object(self, host_state, weight_properties):
         return self.sign * group_members_on_host(
             host_state, weight_properties, self.policy)

@@ -24,5 +24,10 @@ class BuildFailureWeigher(weights.BaseHostWeigher):
     def weight_multiplier(self, host_state):
         return -super().weight_multiplier(host_state)
 
+    def multiplier_key(self):
+        # ``weight_multiplier`` above still reads only the aggregates'
+        # metadata and the option, so its results may be cached.
+        return super().multiplier_key()
+
     def _weigh_object(self, host_state, weight_properties):
         return host_state.failed_builds
