@@ -289,13 +289,17 @@ def _find_claims(context, instance_uuids):
     """The claim rows of ``instance_uuids``, read in one short transaction
     on the writer engine (one query per ``api.IN_CHUNK_SIZE`` uuids), by
     id."""
-    rows = []
     with context_manager.writer.using(context) as session:
-        for chunk in _chunks(sorted(set(instance_uuids)),
-                                 api.IN_CHUNK_SIZE):
-            statement = _claim_row_select().where(
-                CLAIMS.c.instance_uuid.in_(chunk))
-            rows.extend(_rows(session, statement))
+        return _claims_in(session, instance_uuids)
+
+
+def _claims_in(session, instance_uuids):
+    """``_find_claims`` within ``session``'s transaction."""
+    rows = []
+    for chunk in _chunks(sorted(set(instance_uuids)), api.IN_CHUNK_SIZE):
+        statement = _claim_row_select().where(
+            CLAIMS.c.instance_uuid.in_(chunk))
+        rows.extend(_rows(session, statement))
     return sorted(rows, key=lambda row: row['id'])
 
 
@@ -372,7 +376,8 @@ def claim(context, compute_node_id, instance_uuid, vcpus, memory_mb,
           disk_gb, ratios=None, expires_at=None):
     """Claim room for one instance on one compute node, atomically.
 
-    In one writer transaction: one conditional ``UPDATE compute_nodes SET
+    In one writer transaction: the instance's current claim is read, then
+    one conditional ``UPDATE compute_nodes SET
     claimed_* = claimed_* + amount, generation = generation + 1,
     updated_at = claims_updated_at = now WHERE id = :id AND deleted = 0
     AND <each resource fits>`` (see the module docstring for the fit
@@ -407,11 +412,13 @@ def claim(context, compute_node_id, instance_uuid, vcpus, memory_mb,
     amounts = _amounts(vcpus, memory_mb, disk_gb)
     ratios = _resolved_ratios(ratios)
     expires_at = expires_at or default_expires_at()
-    old = _find_claim(context, instance_uuid)
-    same_node = old is not None and old['compute_node_id'] == compute_node_id
-    credit = {name: old[name] if same_node else 0 for name in amounts}
     now = _utcnow()
     with context_manager.writer.using(context) as session:
+        found = _claims_in(session, [instance_uuid])
+        old = found[0] if found else None
+        same_node = (old is not None and
+                     old['compute_node_id'] == compute_node_id)
+        credit = {name: old[name] if same_node else 0 for name in amounts}
         if not _take(session, compute_node_id, amounts, credit, ratios,
                      now):
             return False
