@@ -116,6 +116,7 @@ Datetimes are naive UTC, as everywhere in ``scheduler.db``.
 
 import collections
 import datetime
+import functools
 
 import sqlalchemy as sa
 from oslo_db import api as oslo_db_api
@@ -232,9 +233,10 @@ def _amounts(vcpus, memory_mb, disk_gb):
     return amounts
 
 
-def _rows(session, statement):
+def _rows(session, statement, params=None):
     """Run a Core ``select``; return its rows as dicts."""
-    return [dict(row) for row in session.execute(statement).mappings()]
+    return [dict(row) for row in
+            session.execute(statement, params).mappings()]
 
 
 def _chunks(items, size):
@@ -247,24 +249,30 @@ def _column(name):
     return COMPUTE_NODES.c[name]
 
 
-def _ratio(resource, ratios):
-    """SQL: the row's ratio when neither NULL nor 0, else the default."""
+def _ratio(resource, ratios=None):
+    """SQL: the row's ratio when neither NULL nor 0, else the default:
+    ``ratios[resource.ratio]``, or the bound parameter
+    ``default_<ratio name>`` when ``ratios`` is None."""
     column = _column(resource.ratio)
-    return sa.func.coalesce(sa.func.nullif(column, 0.0),
-                            sa.literal(ratios[resource.ratio], sa.Float))
+    default = (sa.bindparam('default_' + resource.ratio, type_=sa.Float)
+               if ratios is None
+               else sa.literal(ratios[resource.ratio], sa.Float))
+    return sa.func.coalesce(sa.func.nullif(column, 0.0), default)
 
 
-def _capacity(resource, ratios):
+def _capacity(resource, ratios=None):
     """SQL: ``total * ratio`` (a float)."""
     return _column(resource.total) * _ratio(resource, ratios)
 
 
-def _fits(resource, ratios, requested, credit):
-    """SQL: ``requested`` more of ``resource`` fit on the row, counting
-    ``credit`` (the part of ``claimed`` that this claim replaces) as
-    free."""
+def _fits(resource):
+    """SQL: the bound parameter ``request_<resource>`` more of ``resource``
+    fit on the row, counting ``credit_<resource>`` (the part of
+    ``claimed`` that this claim replaces) as free."""
+    requested = sa.bindparam('request_' + resource.name, type_=sa.Integer)
+    credit = sa.bindparam('credit_' + resource.name, type_=sa.Integer)
     total = _column(resource.total)
-    free = (_capacity(resource, ratios) - _column(resource.used)
+    free = (_capacity(resource) - _column(resource.used)
             - _column(resource.claimed))
     fits = sa.and_(total >= requested, free >= requested - credit)
     if resource.name == 'vcpus':
@@ -285,21 +293,61 @@ def _claim_row_select():
     return sa.select(CLAIMS).order_by(CLAIMS.c.id)
 
 
+def _node_claim_values():
+    """SET values adding the bound parameters ``delta_<resource>`` to the
+    ``claimed_*`` columns, bumping ``generation`` and stamping
+    ``updated_at`` and ``claims_updated_at`` with the parameter ``now``."""
+    now = sa.bindparam('now', type_=sa.DateTime)
+    values = {resource.claimed: _column(resource.claimed) + sa.bindparam(
+        'delta_' + resource.name, type_=sa.Integer)
+        for resource in RESOURCES}
+    values.update(generation=COMPUTE_NODES.c.generation + 1,
+                  updated_at=now, claims_updated_at=now)
+    return values
+
+
+@functools.cache
+def _statements():
+    """The statements of a claim and a release, built once with bound
+    parameters (building one costs more than running it)."""
+    node_id = sa.bindparam('node_id', type_=sa.Integer)
+    claim_columns = ['instance_uuid', 'compute_node_id', 'vcpus',
+                     'memory_mb', 'disk_gb', 'expires_at', 'created_at']
+    return {
+        'claim_of': _claim_row_select().where(
+            CLAIMS.c.instance_uuid == sa.bindparam('instance_uuid')),
+        'take': (sa.update(COMPUTE_NODES)
+                 .where(COMPUTE_NODES.c.id == node_id,
+                        COMPUTE_NODES.c.deleted == 0,
+                        *[_fits(resource) for resource in RESOURCES])
+                 .values(**_node_claim_values())),
+        'subtract': (sa.update(COMPUTE_NODES)
+                     .where(COMPUTE_NODES.c.id == node_id)
+                     .values(**_node_claim_values())),
+        'delete': sa.delete(CLAIMS).where(
+            CLAIMS.c.id == sa.bindparam('claim_id'),
+            CLAIMS.c.instance_uuid == sa.bindparam('instance_uuid')),
+        # The claim row, with the node's host read in the same statement.
+        'insert': sa.insert(CLAIMS).from_select(
+            claim_columns + ['host'],
+            sa.select(*[sa.bindparam('new_' + name, type_=CLAIMS.c[name].type)
+                        for name in claim_columns],
+                      COMPUTE_NODES.c.host)
+            .where(COMPUTE_NODES.c.id == node_id)),
+    }
+
+
 def _find_claims(context, instance_uuids):
     """The claim rows of ``instance_uuids``, read in one short transaction
     on the writer engine (one query per ``api.IN_CHUNK_SIZE`` uuids), by
     id."""
     with context_manager.writer.using(context) as session:
-        return _claims_in(session, instance_uuids)
-
-
-def _claims_in(session, instance_uuids):
-    """``_find_claims`` within ``session``'s transaction."""
-    rows = []
-    for chunk in _chunks(sorted(set(instance_uuids)), api.IN_CHUNK_SIZE):
-        statement = _claim_row_select().where(
-            CLAIMS.c.instance_uuid.in_(chunk))
-        rows.extend(_rows(session, statement))
+        rows = []
+        for chunk in _chunks(sorted(set(instance_uuids)),
+                             api.IN_CHUNK_SIZE):
+            statement = _claim_row_select().where(
+                CLAIMS.c.instance_uuid.in_(chunk))
+            rows.extend(_rows(session, statement))
     return sorted(rows, key=lambda row: row['id'])
 
 
@@ -308,27 +356,22 @@ def _find_claim(context, instance_uuid):
     return found[0] if found else None
 
 
-def _node_claim_values(deltas, now):
-    """SET values adding ``deltas`` ({resource name: int}) to the
-    ``claimed_*`` columns, bumping ``generation`` and stamping
-    ``updated_at`` and ``claims_updated_at`` with ``now``."""
-    values = {_BY_NAME[name].claimed: _column(_BY_NAME[name].claimed) + delta
-              for name, delta in deltas.items()}
-    values.update(generation=COMPUTE_NODES.c.generation + 1,
-                  updated_at=now, claims_updated_at=now)
-    return values
+def _deltas(deltas):
+    """Bound parameters ``delta_<resource>`` for ``_node_claim_values``
+    from ``{resource name: int}`` (missing ones 0)."""
+    return {'delta_' + name: deltas.get(name, 0) for name in _BY_NAME}
 
 
 def _take(session, compute_node_id, amounts, credit, ratios, now):
     """The conditional UPDATE of a claim; True when the row matched."""
-    deltas = {name: amounts[name] - credit[name] for name in amounts}
-    conditions = [_fits(_BY_NAME[name], ratios, amounts[name], credit[name])
-                  for name in amounts]
-    statement = (sa.update(COMPUTE_NODES)
-                 .where(COMPUTE_NODES.c.id == compute_node_id,
-                        COMPUTE_NODES.c.deleted == 0, *conditions)
-                 .values(**_node_claim_values(deltas, now)))
-    return session.execute(statement).rowcount == 1
+    params = {'default_' + name: value for name, value in ratios.items()}
+    params.update(node_id=compute_node_id, now=now)
+    params.update(('request_' + name, value)
+                  for name, value in amounts.items())
+    params.update(('credit_' + name, value) for name, value in credit.items())
+    params.update(_deltas({name: amounts[name] - credit[name]
+                           for name in amounts}))
+    return session.execute(_statements()['take'], params).rowcount == 1
 
 
 def _subtract(session, rows, now):
@@ -340,19 +383,16 @@ def _subtract(session, rows, now):
         for name in _BY_NAME:
             by_node[row['compute_node_id']][name] -= row[name]
     for node_id in sorted(by_node):
-        statement = (sa.update(COMPUTE_NODES)
-                     .where(COMPUTE_NODES.c.id == node_id)
-                     .values(**_node_claim_values(by_node[node_id], now)))
-        session.execute(statement)
+        session.execute(_statements()['subtract'],
+                        dict(_deltas(by_node[node_id]), node_id=node_id,
+                             now=now))
 
 
 def _delete_row(session, row):
     """DELETE one claim row by id (ids are never reused) and instance
     uuid; True when this call removed it."""
-    statement = sa.delete(CLAIMS).where(
-        CLAIMS.c.id == row['id'],
-        CLAIMS.c.instance_uuid == row['instance_uuid'])
-    return session.execute(statement).rowcount == 1
+    params = {'claim_id': row['id'], 'instance_uuid': row['instance_uuid']}
+    return session.execute(_statements()['delete'], params).rowcount == 1
 
 
 def _release_rows(session, rows, now):
@@ -361,12 +401,6 @@ def _release_rows(session, rows, now):
     released = [row for row in rows if _delete_row(session, row)]
     _subtract(session, released, now)
     return released
-
-
-def _node_host(session, compute_node_id):
-    statement = sa.select(COMPUTE_NODES.c.host).where(
-        COMPUTE_NODES.c.id == compute_node_id)
-    return session.execute(statement).scalar()
 
 
 # --------------------------------------------------------------- claims --
@@ -413,8 +447,10 @@ def claim(context, compute_node_id, instance_uuid, vcpus, memory_mb,
     ratios = _resolved_ratios(ratios)
     expires_at = expires_at or default_expires_at()
     now = _utcnow()
+    statements = _statements()
     with context_manager.writer.using(context) as session:
-        found = _claims_in(session, [instance_uuid])
+        found = _rows(session, statements['claim_of'],
+                      {'instance_uuid': instance_uuid})
         old = found[0] if found else None
         same_node = (old is not None and
                      old['compute_node_id'] == compute_node_id)
@@ -432,9 +468,10 @@ def claim(context, compute_node_id, instance_uuid, vcpus, memory_mb,
                 _subtract(session, [old], now)
         values = dict(amounts, instance_uuid=instance_uuid,
                       compute_node_id=compute_node_id,
-                      host=_node_host(session, compute_node_id),
                       expires_at=expires_at, created_at=now)
-        session.execute(sa.insert(CLAIMS).values(**values))
+        params = {'new_' + name: value for name, value in values.items()}
+        session.execute(statements['insert'],
+                        dict(params, node_id=compute_node_id))
         return True
 
 

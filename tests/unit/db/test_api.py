@@ -173,22 +173,62 @@ def test_compute_node_update_of_missing_or_deleted_node(ctx):
             api.compute_node_update(ctx, compute_id, {'free_ram_mb': 1})
 
 
-def test_compute_node_get_all_updated_since(ctx):
+def test_get_changes_since(ctx):
     now = timeutils.utcnow()
     old = now - datetime.timedelta(hours=2)
     since = now - datetime.timedelta(hours=1)
     untouched, updated, deleted = _create_nodes(ctx, 3, created_at=old)
     api.compute_node_update(ctx, updated['id'], {'free_ram_mb': 1})
-    api.compute_node_update(ctx, deleted['id'], {'free_ram_mb': 1})
     api.compute_node_delete(ctx, deleted['id'])
     created = api.compute_node_create(ctx, _node_values('new-host'))
+    old_service = api.service_create(ctx, {'host': 'host0',
+                                           'binary': 'nova-compute',
+                                           'created_at': old})
+    beating = api.service_create(ctx, {'host': 'host1',
+                                       'binary': 'nova-compute',
+                                       'created_at': old})
+    api.service_update(ctx, beating['id'], {'report_count': 1})
+    api.service_create(ctx, {'host': 'host1', 'binary': 'nova-conductor'})
+    api.instance_create(ctx, {'uuid': str(uuid.uuid4()), 'host': 'host0',
+                              'created_at': old})
+    fresh = api.instance_create(ctx, {'uuid': str(uuid.uuid4()),
+                                      'host': 'host1'})
 
-    found = api.compute_node_get_all_updated_since(ctx, since)
-    assert [n['id'] for n in found] == [updated['id'], created['id']]
-    assert found[0]['generation'] == 1
-    assert api.compute_node_get_all_updated_since(
-        ctx, now + datetime.timedelta(hours=1)) == []
+    changes = api.get_changes_since(ctx, since)
+    assert [n['id'] for n in changes['compute_nodes']] == [updated['id'],
+                                                           created['id']]
+    assert changes['compute_nodes'][0]['generation'] == 1
+    assert changes['deleted_compute_node_ids'] == {deleted['id']}
+    assert [s['id'] for s in changes['services']] == [beating['id']]
+    assert [i['uuid'] for i in changes['instances']] == [fresh['uuid']]
+    assert old_service['id'] not in {s['id'] for s in changes['services']}
+
+    later = api.get_changes_since(ctx, now + datetime.timedelta(hours=1))
+    assert later == {'compute_nodes': [], 'deleted_compute_node_ids': set(),
+                     'services': [], 'instances': []}
     assert untouched['id'] in api.compute_node_get_ids(ctx)
+
+
+def test_changes_are_found_by_index_not_by_scan(db_engine):
+    """Each of the three tables is searched through its timestamp
+    indexes: a decision's read costs O(rows changed), not O(rows)."""
+    if db_engine.dialect.name != 'sqlite':
+        pytest.skip('query plans are checked on SQLite')
+    from scheduler.db import migration
+
+    migration.db_sync()
+    for table, statement in api._changes_statements().items():
+        bound = statement.params(since=timeutils.utcnow(),
+                                 binary='nova-compute')
+        compiled = bound.compile(db_engine,
+                                 compile_kwargs={'literal_binds': True})
+        with db_engine.connect() as connection:
+            plan = connection.exec_driver_sql(
+                'EXPLAIN QUERY PLAN %s' % compiled).all()
+        details = [row[-1] for row in plan]
+        assert 'SCAN %s' % table not in details, details
+        assert sum('USING COVERING INDEX %s_' % table in d
+                   for d in details) == 3, details
 
 
 def test_compute_node_get_ids(ctx):
