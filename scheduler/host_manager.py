@@ -9,16 +9,21 @@ It follows Nova's Newton/Ocata HostManager on the "all compute nodes" path
 * HostStates are kept between requests, so a virtual consumption lasts
   until the node's row is newer (``HostState.update``);
 * each decision reads only the compute node, service and instance rows
-  created, updated or soft-deleted since the previous read (indexed
-  timestamps; ``CLOCK_MARGIN`` earlier, to forgive writers' clock skew and
-  commit delays), so its cost is O(rows changed), not O(hosts); every
+  created, updated or soft-deleted since the previous read began
+  (indexed timestamps), so its cost is O(rows changed), not O(hosts).
+  Writers stamp rows before they commit, with their own clocks: once a
+  second a sweep compares the versions of the rows stamped since
+  ``CLOCK_MARGIN`` before the previous sweep with ours and reads those
+  that differ (a narrow read of ids and versions: heartbeats make most
+  of a window, and we hold them already).  Every
   ``[scheduler] full_refresh_interval`` seconds, and whenever nodes
   appear or go, everything is re-read as Nova did per request.  With
   ``[scheduler] host_state_max_age``, a decision within that many seconds
-  of the previous read skips it.  The view is therefore never staler than
-  the rows committed ``host_state_max_age`` seconds ago (by default: the
-  last committed rows), except for a writer whose clock lags ours by more
-  than ``CLOCK_MARGIN``, whose rows are seen at the next full read;
+  of the previous read skips it.  The view therefore holds every row
+  committed before the previous read began (by default: before this
+  decision), and within about ``SWEEP_INTERVAL`` seconds a row committed
+  up to ``CLOCK_MARGIN`` after its stamp; the rows of a writer whose
+  clock lags ours by more than that are seen at the next full read;
 * aggregates are read once at start-up and then kept current only by the
   ``update_aggregates`` / ``delete_aggregate`` casts;
 * with ``track_instance_changes``, each host's instances are kept from the
@@ -60,8 +65,11 @@ from scheduler.objects import instance as instance_obj
 LOG = logging.getLogger(__name__)
 
 COMPUTE_BINARY = 'nova-compute'
-# How much earlier than the previous read the next one starts.
+# How much earlier than the previous sweep the next one starts: the
+# commit delay and writer clock lag that a sweep forgives.
 CLOCK_MARGIN = datetime.timedelta(seconds=1)
+# Seconds between two sweeps (see ``HostManager._refresh_changes``).
+SWEEP_INTERVAL = 1.0
 
 
 def _enabled_filter_names():
@@ -100,7 +108,10 @@ class HostManager:
         self._seen = {}            # compute_nodes.id -> (generation, time)
         self._skipped = {}         # compute_nodes.id -> host, no service
         self._reread = set()       # compute_nodes.id to copy again
+        self._service_hosts = {}   # services.id -> host
         self._last_read = None     # naive UTC start of the last read
+        self._swept_from = None    # naive UTC start of the last sweep
+        self._last_sweep = None    # monotonic time of the last sweep
         self._last_full = None     # monotonic time of the last full read
         self._last_delta = None    # monotonic time of the last read
         self._load_aggregates(context)
@@ -302,8 +313,11 @@ class HostManager:
         else:
             self.table = HostTable(states)
         self._reread.clear()
-        self._last_read = started
-        self._last_full = self._last_delta = time.monotonic()
+        self._service_hosts = {svc['id']: host
+                               for host, svc in services.items()}
+        self._last_read = self._swept_from = started
+        self._last_full = self._last_delta = self._last_sweep = (
+            time.monotonic())
 
     def _refresh_one(self, compute, services):
         host = compute['host']
@@ -321,7 +335,7 @@ class HostManager:
         state.update(compute, service, self.aggregates_for(host),
                      self._instance_info.get(host, {}).get('instances', {}))
         self._by_id[compute['id']] = state
-        self._seen[compute['id']] = _version(compute)
+        self._seen[compute['id']] = db.row_version('compute_nodes', compute)
         return state
 
     def _drop_dead_nodes(self, seen):
@@ -331,15 +345,28 @@ class HostManager:
 
     def _refresh_changes(self, context):
         """Apply the rows changed since the last read; False when a full
-        read is due or needed (nodes or services appeared or went)."""
+        read is due or needed (nodes or services appeared or went).
+
+        Each read asks for the rows stamped after the previous read began
+        (less the database's ``timestamp_resolution``).  A row stamped
+        before that but committed after it, or stamped by a writer whose
+        clock lags ours, is caught by the sweep: at most every
+        ``SWEEP_INTERVAL`` seconds, the versions of the rows stamped since
+        ``CLOCK_MARGIN`` before the previous sweep are compared with ours,
+        and the rows that differ are read in full.
+        """
         if self._full_refresh_due():
             return False
-        if time.monotonic() - self._last_delta < \
-                CONF.scheduler.host_state_max_age:
+        now = time.monotonic()
+        if now - self._last_delta < CONF.scheduler.host_state_max_age:
             return True
         started = timeutils.utcnow()
-        since = self._last_read - CLOCK_MARGIN
-        changes = db.get_changes_since(context, since, COMPUTE_BINARY)
+        changes = db.get_changes_since(
+            context, self._last_read - db.timestamp_resolution(),
+            COMPUTE_BINARY)
+        sweeping = now - self._last_sweep >= SWEEP_INTERVAL
+        if sweeping:
+            self._add_late_rows(context, changes)
         if not self._same_nodes(changes['compute_nodes'],
                                 changes['deleted_compute_node_ids'],
                                 changes['services']):
@@ -352,7 +379,51 @@ class HostManager:
                         part='service')
         self._last_read = started
         self._last_delta = time.monotonic()
+        if sweeping:
+            self._swept_from = started
+            self._last_sweep = self._last_delta
         return True
+
+    def _add_late_rows(self, context, changes):
+        """Add to ``changes`` the compute node and service rows stamped
+        since ``CLOCK_MARGIN`` before the previous sweep whose version is
+        not the one we hold (nor in ``changes``), and the instance rows
+        of that window."""
+        since = self._swept_from - CLOCK_MARGIN
+        versions = db.get_change_versions_since(context, since,
+                                                COMPUTE_BINARY)
+        read = {(name, row['id']) for name in ('compute_nodes', 'services')
+                for row in changes[name]}
+        read.update(('compute_nodes', node_id)
+                    for node_id in changes['deleted_compute_node_ids'])
+        late = {name: [row_id for row_id, version in found.items()
+                       if (name, row_id) not in read and
+                       version != self._held_version(name, row_id)]
+                for name, found in versions.items()}
+        if late['compute_nodes'] or late['services']:
+            LOG.debug('Reading %d compute node and %d service row(s) '
+                      'committed after a read they predate',
+                      len(late['compute_nodes']), len(late['services']))
+            rows = db.get_rows_by_ids(context, late['compute_nodes'],
+                                      late['services'])
+            for name in ('compute_nodes', 'services'):
+                changes[name] = changes[name] + rows[name]
+            changes['deleted_compute_node_ids'] |= rows[
+                'deleted_compute_node_ids']
+        known = {row['id'] for row in changes['instances']}
+        changes['instances'] = changes['instances'] + [
+            row for row in db.get_instance_changes_since(context, since)
+            if row['id'] not in known]
+
+    def _held_version(self, name, row_id):
+        """The ``db.row_version`` of the row we hold, or None."""
+        if name == 'compute_nodes':
+            return self._seen.get(row_id)
+        host = self._service_hosts.get(row_id)
+        for state in self._states_of([host]) if host else ():
+            if state.service and state.service.get('id') == row_id:
+                return db.row_version('services', state.service)
+        return None
 
     def _same_nodes(self, computes, deleted, services):
         if deleted & self._by_id.keys():
@@ -375,7 +446,8 @@ class HostManager:
     def _apply_compute_rows(self, context, computes):
         rows = {row['id']: row for row in computes
                 if row['id'] in self._by_id and
-                self._seen.get(row['id']) != _version(row)}
+                self._seen.get(row['id']) !=
+                db.row_version('compute_nodes', row)}
         for compute_id in self._reread - rows.keys():
             if compute_id in self._by_id:
                 rows[compute_id] = db.compute_node_get(context, compute_id)
@@ -384,13 +456,14 @@ class HostManager:
         for compute_id, row in rows.items():
             state = self._by_id[compute_id]
             state.update(compute=row)
-            self._seen[compute_id] = _version(row)
+            self._seen[compute_id] = db.row_version('compute_nodes', row)
             changed.append(state)
         return changed
 
     def _apply_service_rows(self, services):
         changed = []
         for svc in services:
+            self._service_hosts[svc['id']] = svc['host']
             for state in self._states_of([svc['host']]):
                 if state.service != svc:
                     state.update(service=svc)
@@ -473,11 +546,6 @@ class HostManager:
         ``scheduler.weights.HostWeightHandler``)."""
         return self.weight_handler.get_weighed_rows(
             self.weighers, self.table, rows, spec_obj, limit)
-
-
-def _version(compute):
-    return (compute.get('generation'), compute.get('updated_at'),
-            compute.get('created_at'))
 
 
 def _needs_prefilter(table, spec_obj):

@@ -26,6 +26,7 @@ The writers exist for tests, fixtures and the trace replay's simulated
 compute agents: the scheduler itself only reads.
 """
 
+import datetime
 import functools
 import json
 import threading
@@ -289,6 +290,26 @@ def _changes_statements():
     }
 
 
+# The columns telling whether a row changed (``row_version``).
+VERSION_COLUMNS = {
+    'compute_nodes': ('generation', 'updated_at', 'created_at', 'deleted'),
+    'services': ('updated_at', 'created_at', 'deleted'),
+}
+
+
+def row_version(table_name, row):
+    """The version of a ``compute_nodes`` or ``services`` row (a dict):
+    the tuple of its ``VERSION_COLUMNS``.  Every write changes it."""
+    return tuple(row.get(name) for name in VERSION_COLUMNS[table_name])
+
+
+def _changes(computes, services, instances):
+    return {'compute_nodes': [r for r in computes if not r['deleted']],
+            'deleted_compute_node_ids': {r['id'] for r in computes
+                                         if r['deleted']},
+            'services': services, 'instances': instances}
+
+
 def get_changes_since(context, since, binary='nova-compute'):
     """What changed after ``since`` (naive UTC), in one read transaction.
 
@@ -306,22 +327,76 @@ def get_changes_since(context, since, binary='nova-compute'):
 
     The cost is O(rows changed) (see ``_changed_since_select``).  Writers
     stamp rows with their own clocks before they commit, and MySQL
-    ``DATETIME`` keeps whole seconds: a caller should pass a time a little
-    before its previous read and expect to see some rows twice
-    (``generation`` and the timestamps tell whether a row really changed).
+    ``DATETIME`` keeps whole seconds (``timestamp_resolution``): a row
+    stamped before ``since`` may commit after a read; callers re-check a
+    window with ``get_change_versions_since`` (see
+    ``scheduler.host_manager``).
     """
     statements = _changes_statements()
     params = {'since': since, 'binary': binary}
     with context_manager.reader.using(context) as session:
-        computes = _rows(session, statements['compute_nodes'], params)
-        changes = {
-            'compute_nodes': [r for r in computes if not r['deleted']],
-            'deleted_compute_node_ids': {r['id'] for r in computes
-                                         if r['deleted']},
-            'services': _rows(session, statements['services'], params),
-            'instances': _rows(session, statements['instances'], params),
-        }
-    return changes
+        return _changes(
+            _rows(session, statements['compute_nodes'], params),
+            _rows(session, statements['services'], params),
+            _rows(session, statements['instances'], params))
+
+
+def get_instance_changes_since(context, since):
+    """The ``instances`` part of ``get_changes_since`` alone."""
+    params = {'since': since}
+    with context_manager.reader.using(context) as session:
+        return _rows(session, _changes_statements()['instances'], params)
+
+
+@functools.cache
+def _version_statements():
+    statements = {}
+    for table in (COMPUTE_NODES, SERVICES):
+        full = _changed_since_select(table)
+        columns = [table.c.id] + [table.c[name] for name in
+                                  VERSION_COLUMNS[table.name]]
+        statements[table.name] = full.with_only_columns(*columns)
+    statements['services'] = statements['services'].where(
+        SERVICES.c.binary == sa.bindparam('binary'))
+    return statements
+
+
+def get_change_versions_since(context, since, binary='nova-compute'):
+    """The ids and versions (``row_version``) of the compute node and
+    ``binary`` service rows created, updated or soft-deleted after
+    ``since``: ``{'compute_nodes': {id: version}, 'services': {id:
+    version}}``, deleted rows included.  A narrow read of the same rows
+    as ``get_changes_since``'s, for a caller that holds most of them
+    already."""
+    params = {'since': since, 'binary': binary}
+    with context_manager.reader.using(context) as session:
+        return {name: {row[0]: tuple(row[1:]) for row in
+                       session.execute(statement, params)}
+                for name, statement in _version_statements().items()}
+
+
+def get_rows_by_ids(context, compute_node_ids=(), service_ids=()):
+    """The compute node and service rows of these ids, deleted ones
+    included, in one read transaction; shaped as ``get_changes_since``'s
+    result (with no instances).  One query per ``IN_CHUNK_SIZE`` ids."""
+    found = {}
+    with context_manager.reader.using(context) as session:
+        for table, ids in ((COMPUTE_NODES, compute_node_ids),
+                           (SERVICES, service_ids)):
+            found[table.name] = []
+            for chunk in _chunks(sorted(ids), IN_CHUNK_SIZE):
+                found[table.name].extend(_rows(session, sa.select(table).where(
+                    table.c.id.in_(chunk)).order_by(table.c.id)))
+    return _changes(found['compute_nodes'], found['services'], [])
+
+
+def timestamp_resolution():
+    """How much earlier than its true time a stored timestamp can read:
+    one second on MySQL/MariaDB (``DATETIME`` keeps whole seconds, and
+    MySQL rounds), none on PostgreSQL and SQLite (microseconds)."""
+    if get_engine().dialect.name == 'mysql':
+        return datetime.timedelta(seconds=1)
+    return datetime.timedelta(0)
 
 
 def compute_node_get_ids(context):
