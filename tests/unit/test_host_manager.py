@@ -268,3 +268,115 @@ def test_unknown_filter_fails_at_start(ctx, conf):
     with pytest.raises(exception.SchedulerHostFilterNotFound) as err:
         host_manager.HostManager(ctx)
     assert 'NoSuchFilter, AlsoMissing' in str(err.value)
+
+
+# -- incremental refresh and the sweep ----------------------------------
+
+
+@pytest.fixture
+def no_full_read(monkeypatch):
+    """Make a full re-read after the first one fail the test."""
+    def arm(manager):
+        def refuse(context):
+            raise AssertionError('unexpected full read')
+        monkeypatch.setattr(manager, '_refresh_all', refuse)
+    return arm
+
+
+def test_changes_are_read_without_a_full_read(ctx, no_full_read):
+    node = seed.add_compute(ctx, 'h1', memory_mb=4096)
+    manager = host_manager.HostManager(ctx)
+    state = manager.get_all_host_states(ctx)[0]
+    no_full_read(manager)
+    db.compute_node_update(ctx, node['id'], {'free_ram_mb': 1024,
+                                              'memory_mb_used': 3072})
+    service = db.service_update(ctx, state.service['id'],
+                                {'disabled': True})
+    assert manager.get_all_host_states(ctx)[0] is state
+    assert state.free_ram_mb == 1024
+    assert state.service['disabled'] and state.service == service
+    assert manager.table.columns['disabled'][0]
+
+
+def _late(minutes=0, seconds=0.5):
+    """A stamp ``seconds`` before now: a row written then whose commit
+    comes only now (or a writer whose clock lags by that much)."""
+    return timeutils.utcnow() - datetime.timedelta(minutes=minutes,
+                                                   seconds=seconds)
+
+
+def test_late_rows_wait_for_the_sweep(ctx, monkeypatch, no_full_read):
+    node = seed.add_compute(ctx, 'h1', memory_mb=4096,
+                            created_at=_late(minutes=10))
+    monkeypatch.setattr(host_manager, 'SWEEP_INTERVAL', 3600.0)
+    manager = host_manager.HostManager(ctx)
+    state = manager.get_all_host_states(ctx)[0]
+    no_full_read(manager)
+    db.compute_node_update(ctx, node['id'], {
+        'free_ram_mb': 1024, 'memory_mb_used': 3072,
+        'updated_at': _late()})
+    db.service_update(ctx, state.service['id'],
+                      {'disabled': True, 'updated_at': _late()})
+    manager.get_all_host_states(ctx)
+    assert state.free_ram_mb == 4096   # stamped before the last read
+    assert not state.service['disabled']
+
+    monkeypatch.setattr(host_manager, 'SWEEP_INTERVAL', 0.0)
+    manager.get_all_host_states(ctx)
+    assert state.free_ram_mb == 1024
+    assert state.service['disabled']
+    assert manager.table.columns['free_ram_mb'][0] == 1024
+    assert manager.table.columns['disabled'][0]
+
+
+def test_sweep_reads_only_rows_it_does_not_hold(ctx, monkeypatch,
+                                                no_full_read):
+    seed.add_compute(ctx, 'h1')
+    seed.add_compute(ctx, 'h2')
+    monkeypatch.setattr(host_manager, 'SWEEP_INTERVAL', 0.0)
+    manager = host_manager.HostManager(ctx)
+    states = manager.get_all_host_states(ctx)
+    no_full_read(manager)
+    asked = []
+    real = db.get_rows_by_ids
+
+    def spy(context, compute_node_ids=(), service_ids=()):
+        asked.append((sorted(compute_node_ids), sorted(service_ids)))
+        return real(context, compute_node_ids, service_ids)
+
+    monkeypatch.setattr(db, 'get_rows_by_ids', spy)
+    manager.get_all_host_states(ctx)   # every row is held already
+    assert asked == []
+    service_id = states[1].service['id']
+    db.service_update(ctx, service_id, {'report_count': 5,
+                                        'updated_at': _late()})
+    manager.get_all_host_states(ctx)
+    assert asked == [([], [service_id])]
+    assert states[1].service['report_count'] == 5
+
+
+def test_rows_stamped_before_the_margin_wait_for_the_full_read(
+        ctx, monkeypatch, conf):
+    node = seed.add_compute(ctx, 'h1', memory_mb=4096,
+                            created_at=_late(minutes=10))
+    monkeypatch.setattr(host_manager, 'SWEEP_INTERVAL', 0.0)
+    manager = host_manager.HostManager(ctx)
+    state = manager.get_all_host_states(ctx)[0]
+    db.compute_node_update(ctx, node['id'], {
+        'free_ram_mb': 1024, 'memory_mb_used': 3072,
+        'updated_at': _late(minutes=1)})
+    manager.get_all_host_states(ctx)
+    assert state.free_ram_mb == 4096
+    conf.set_override('full_refresh_interval', 0, 'scheduler')
+    manager.get_all_host_states(ctx)
+    assert state.free_ram_mb == 1024
+
+
+def test_a_late_new_node_makes_a_full_read(ctx, monkeypatch):
+    seed.add_compute(ctx, 'h1')
+    monkeypatch.setattr(host_manager, 'SWEEP_INTERVAL', 0.0)
+    manager = host_manager.HostManager(ctx)
+    manager.get_all_host_states(ctx)
+    seed.add_compute(ctx, 'h2', created_at=_late())
+    assert _keys(manager.get_all_host_states(ctx)) == [('h1', 'h1'),
+                                                       ('h2', 'h2')]
