@@ -108,7 +108,7 @@ class HostManager:
         self._seen = {}            # compute_nodes.id -> (generation, time)
         self._skipped = {}         # compute_nodes.id -> host, no service
         self._reread = set()       # compute_nodes.id to copy again
-        self._service_hosts = {}   # services.id -> host
+        self._service_seen = {}    # services.id -> db.row_version
         self._last_read = None     # naive UTC start of the last read
         self._swept_from = None    # naive UTC start of the last sweep
         self._last_sweep = None    # monotonic time of the last sweep
@@ -313,8 +313,8 @@ class HostManager:
         else:
             self.table = HostTable(states)
         self._reread.clear()
-        self._service_hosts = {svc['id']: host
-                               for host, svc in services.items()}
+        self._service_seen = {svc['id']: db.row_version('services', svc)
+                              for svc in services.values()}
         self._last_read = self._swept_from = started
         self._last_full = self._last_delta = self._last_sweep = (
             time.monotonic())
@@ -417,13 +417,8 @@ class HostManager:
 
     def _held_version(self, name, row_id):
         """The ``db.row_version`` of the row we hold, or None."""
-        if name == 'compute_nodes':
-            return self._seen.get(row_id)
-        host = self._service_hosts.get(row_id)
-        for state in self._states_of([host]) if host else ():
-            if state.service and state.service.get('id') == row_id:
-                return db.row_version('services', state.service)
-        return None
+        seen = self._seen if name == 'compute_nodes' else self._service_seen
+        return seen.get(row_id)
 
     def _same_nodes(self, computes, deleted, services):
         if deleted & self._by_id.keys():
@@ -463,7 +458,7 @@ class HostManager:
     def _apply_service_rows(self, services):
         changed = []
         for svc in services:
-            self._service_hosts[svc['id']] = svc['host']
+            self._service_seen[svc['id']] = db.row_version('services', svc)
             for state in self._states_of([svc['host']]):
                 if state.service != svc:
                     state.update(service=svc)

@@ -320,10 +320,11 @@ def _measure(ctx, hosts, seeded, seed_s, settings, transport_url, db_url,
                                     return_alternates=True)
 
         label = '%s %s hosts' % (ENDTOEND, '{:,}'.format(hosts_count))
-        with inprocess.progress_bar(settings.warmup, label + ' warm-up',
+        warmup = bench.warmup_requests(settings.warmup)
+        with inprocess.progress_bar(len(warmup), label + ' warm-up',
                                     settings.progress) as bar:
             inprocess.time_decisions(
-                decide, bench.requests(1, settings.warmup, 'warmup'),
+                decide, warmup,
                 heartbeat, settings.time_budget_s, minimum=1,
                 errors=CALL_ERRORS, progress=bar)
         warmup_s = time.monotonic() - started

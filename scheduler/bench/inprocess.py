@@ -9,8 +9,9 @@ For each fleet size N, ``run``:
    a notifier built as the service builds it, so the
    ``select_destinations.start/.end`` payloads are made as in the
    service (nothing is sent: no notification driver is configured);
-3. warms up with ``--warmup`` single-instance requests (the first one
-   builds every HostState);
+3. warms up with one request of every shape of the mix, then
+   ``--warmup`` more (``Workload.warmup_requests``; the first one builds
+   every HostState);
 4. times ``driver.select_destinations(..., return_alternates=True)`` on
    the request mix, once per ``--instances`` value: latency of each
    decision in ms, decisions per second, this process's RSS;
@@ -329,10 +330,10 @@ def run(hosts_count, settings, emit=None):
 
         heartbeat = Heartbeat(ctx)
         label = '%s %s hosts' % (INPROCESS, '{:,}'.format(hosts_count))
-        with progress_bar(settings.warmup, label + ' warm-up',
+        warmup = bench.warmup_requests(settings.warmup)
+        with progress_bar(len(warmup), label + ' warm-up',
                           settings.progress) as bar:
-            time_decisions(decide, bench.requests(1, settings.warmup,
-                                                  'warmup'),
+            time_decisions(decide, warmup,
                            heartbeat, settings.time_budget_s, minimum=1,
                            progress=bar)
         warmup_s = time.monotonic() - started

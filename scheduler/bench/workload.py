@@ -359,13 +359,35 @@ class Workload:
         return [self._request(rng, instances, kind)
                 for _ in range(count)]
 
-    def _request(self, rng, instances, kind=None):
+    def warmup_requests(self, count):
+        """Single-instance requests that warm the scheduler up: one of
+        every shape of the mix (each kind, and each zone, extra spec set
+        and image property set of its kind), so that what a service
+        computes once per shape is done before measuring, then ``count``
+        requests of a warm-up stream."""
+        rng = random.Random('requests:%s:shapes' % self.seed)
+        shapes = [self._request(rng, 1, kind, variant)
+                  for kind, variants in (
+                      ('plain', [None]), ('az', REQUEST_ZONES),
+                      ('extra_specs', EXTRA_SPECS),
+                      ('image', IMAGE_PROPERTIES),
+                      ('anti_affinity', [None]), ('affinity', [None]))
+                  for variant in variants]
+        return shapes + self.requests(1, count, 'warmup')
+
+    def _request(self, rng, instances, kind=None, variant=None):
+        """A request of ``kind`` (default: drawn from the mix); its zone,
+        extra specs or image properties are ``variant`` when given."""
         kind = kind or _weighted(rng, KINDS)
         uuids = [_uuid(rng) for _ in range(instances)]
         flavors = AFFINITY_FLAVORS if kind == 'affinity' else FLAVORS
-        extra_specs = (dict(rng.choice(EXTRA_SPECS))
+
+        def pick(choices):
+            return rng.choice(choices) if variant is None else variant
+
+        extra_specs = (dict(pick(EXTRA_SPECS))
                        if kind == 'extra_specs' else {})
-        properties = (dict(rng.choice(IMAGE_PROPERTIES))
+        properties = (dict(pick(IMAGE_PROPERTIES))
                       if kind == 'image' else {})
         spec = request_spec.RequestSpec(
             flavor=_flavor(rng.choice(flavors), extra_specs),
@@ -374,7 +396,7 @@ class Workload:
                  'status': 'active', 'properties': properties}),
             num_instances=instances, instance_uuid=uuids[0],
             project_id='project-%d' % rng.randrange(PROJECTS),
-            availability_zone=(rng.choice(REQUEST_ZONES)
+            availability_zone=(pick(REQUEST_ZONES)
                                if kind == 'az' else None),
             instance_group=self._group(rng, kind),
             scheduler_hints={})

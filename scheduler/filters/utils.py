@@ -6,6 +6,7 @@ stripped where Nova does; numeric settings take the minimum.
 """
 
 import collections
+import functools
 import inspect
 import math
 import types
@@ -163,6 +164,15 @@ def aggregate_allocation_ratio(host_state, ratio_name):
 _DATA_DESCRIPTORS = (property, types.MemberDescriptorType)
 
 
+@functools.lru_cache(maxsize=1024)
+def _is_data_descriptor(cls, name):
+    """Whether ``name`` is a property or slot of ``cls`` (cached: a memo
+    scope may ask it for every host, and names come from requests, hence
+    the bound)."""
+    return isinstance(inspect.getattr_static(cls, name, None),
+                      _DATA_DESCRIPTORS)
+
+
 def public_attribute(obj, name, default=None):
     """``obj.name`` when it is public data: an instance attribute, or a
     property or slot of its class, whose name does not start with ``_``;
@@ -174,8 +184,7 @@ def public_attribute(obj, name, default=None):
     instance_vars = getattr(obj, '__dict__', {})
     if name in instance_vars:
         return instance_vars[name]
-    descriptor = inspect.getattr_static(type(obj), name, None)
-    if isinstance(descriptor, _DATA_DESCRIPTORS):
+    if _is_data_descriptor(type(obj), name):
         try:
             return getattr(obj, name)
         except Exception:  # a property that cannot be computed

@@ -85,21 +85,27 @@ class ImagePropertiesWeigher(weights.BaseHostWeigher):
     multiplier_option = 'image_props_weight_multiplier'
 
     def _weigh_object(self, host_state, weight_properties):
-        requested = requested_image_props(weight_properties)
-        if not requested:
-            return 0.0
-        counts = collections.Counter(
-            pair for instance in host_state.instances.values()
-            for pair in instance_image_props(instance) if pair in requested)
-        ratios = configured_ratios()
-        return float(sum(count * (ratios.get(name, 0.0) if ratios else 1.0)
-                         for (name, _), count in counts.items()))
+        return _weight(host_state, requested_image_props(weight_properties),
+                       configured_ratios())
 
     def weigh_rows(self, table, rows, weight_properties):
-        if not requested_image_props(weight_properties):
+        requested = requested_image_props(weight_properties)
+        if not requested:
             return np.zeros(len(rows))
-        return None
+        ratios = configured_ratios()
+        key = (frozenset(requested), tuple(sorted(ratios.items())))
+        return table.memo(self, key,
+                          lambda state: _weight(state, requested, ratios),
+                          rows, dtype=np.float64)
 
-    def memo_key(self, weight_properties):
-        return (frozenset(requested_image_props(weight_properties)),
-                tuple(sorted(configured_ratios().items())))
+
+def _weight(host_state, requested, ratios):
+    """The raw weight of ``host_state`` for the ``requested`` property
+    pairs and the configured ``ratios``."""
+    if not requested:
+        return 0.0
+    counts = collections.Counter(
+        pair for instance in host_state.instances.values()
+        for pair in instance_image_props(instance) if pair in requested)
+    return float(sum(count * (ratios.get(name, 0.0) if ratios else 1.0)
+                     for (name, _), count in counts.items()))
