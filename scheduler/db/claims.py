@@ -100,12 +100,14 @@ Transactions and errors
 Every function runs in its own oslo.db enginefacade transaction on the
 ``context_manager`` of ``scheduler.db.api``; call them outside of an
 enclosing writer transaction, since a claim protects nothing until it is
-committed.  The claim row a writer works on is looked up first in a short
-transaction of its own (on the writer engine, never a lagging replica),
-so that the writer's first statement takes a row lock (no
-SHARED-to-RESERVED upgrade on SQLite, no stale read view on MariaDB);
-the writer then checks by row counts that what it read still holds, and
-starts over when it does not.  Deadlocks, MariaDB's "record
+committed.  A claim's transaction first runs a statement that writes
+nothing but makes it a writer (``begin_write``: on SQLite a transaction
+that starts with a read cannot always become a writer while another
+writes), then reads the instance's current claim, and checks by row
+counts that what it read still holds when it replaces it, starting over
+when it does not.  A release looks its claim rows up in a short
+transaction of its own (on the writer engine, never a lagging replica)
+and deletes them by id in the next one.  Deadlocks, MariaDB's "record
 has changed since last read" and such restarts are retried
 (``oslo_db.api.wrap_db_retry``, up to ``MAX_RETRIES`` times with a short
 jittered back-off); other database errors (``DBConnectionError``,
@@ -314,6 +316,11 @@ def _statements():
     claim_columns = ['instance_uuid', 'compute_node_id', 'vcpus',
                      'memory_mb', 'disk_gb', 'expires_at', 'created_at']
     return {
+        # Matches nothing, but opens the transaction for writing: on
+        # SQLite a transaction whose first statement reads cannot always
+        # become a writer while another one writes ("database is
+        # locked", not waited for); server databases take no lock.
+        'begin_write': sa.delete(CLAIMS).where(sa.false()),
         'claim_of': _claim_row_select().where(
             CLAIMS.c.instance_uuid == sa.bindparam('instance_uuid')),
         'take': (sa.update(COMPUTE_NODES)
@@ -405,7 +412,10 @@ def _release_rows(session, rows, now):
 
 # --------------------------------------------------------------- claims --
 
-@_retry
+class _NoRoom(Exception):
+    """A claim of ``claim_many`` did not fit: roll the transaction back."""
+
+
 def claim(context, compute_node_id, instance_uuid, vcpus, memory_mb,
           disk_gb, ratios=None, expires_at=None):
     """Claim room for one instance on one compute node, atomically.
@@ -443,36 +453,71 @@ def claim(context, compute_node_id, instance_uuid, vcpus, memory_mb,
         call (``MAX_RETRIES`` times).
     :raises oslo_db.exception.DBError: database errors, unchanged.
     """
-    amounts = _amounts(vcpus, memory_mb, disk_gb)
+    return claim_many(context, [(compute_node_id, instance_uuid, vcpus,
+                                 memory_mb, disk_gb)], ratios, expires_at)
+
+
+@_retry
+def claim_many(context, wanted, ratios=None, expires_at=None):
+    """Claim room for several instances, all or none, in one transaction.
+
+    :param wanted: list of ``(compute_node_id, instance_uuid, vcpus,
+        memory_mb, disk_gb)`` (as ``claim``'s arguments), distinct
+        instance uuids; several may name the same node.  They are claimed
+        in node id order, so that concurrent callers lock rows in one
+        order (no deadlock), each as ``claim`` claims one.
+    :param ratios: as for ``claim``.
+    :param expires_at: as for ``claim``, for every claim.
+    :returns: True when every claim was taken; False when one did not fit,
+        in which case nothing changed.
+    :raises: as ``claim``.
+    """
     ratios = _resolved_ratios(ratios)
+    wanted = sorted(((node_id, uuid, _amounts(vcpus, memory_mb, disk_gb))
+                     for node_id, uuid, vcpus, memory_mb, disk_gb in wanted),
+                    key=lambda item: item[0])
     expires_at = expires_at or default_expires_at()
     now = _utcnow()
+    try:
+        with context_manager.writer.using(context) as session:
+            session.execute(_statements()['begin_write'])
+            for node_id, uuid, amounts in wanted:
+                if not _claim_in(session, node_id, uuid, amounts, ratios,
+                                 expires_at, now):
+                    raise _NoRoom()
+    except _NoRoom:
+        return False
+    return True
+
+
+def _claim_in(session, compute_node_id, instance_uuid, amounts, ratios,
+              expires_at, now):
+    """One claim of ``claim_many`` in its transaction; False when it does
+    not fit (the caller rolls back)."""
     statements = _statements()
-    with context_manager.writer.using(context) as session:
-        found = _rows(session, statements['claim_of'],
-                      {'instance_uuid': instance_uuid})
-        old = found[0] if found else None
-        same_node = (old is not None and
-                     old['compute_node_id'] == compute_node_id)
-        credit = {name: old[name] if same_node else 0 for name in amounts}
-        if not _take(session, compute_node_id, amounts, credit, ratios,
-                     now):
-            return False
-        if old is not None:
-            if not _delete_row(session, old):
-                # Released or replaced since it was read: roll back and
-                # start over with the current claim.
-                raise db_exc.RetryRequest(ClaimChanged(
-                    'claim of instance %s changed' % instance_uuid))
-            if not same_node:
-                _subtract(session, [old], now)
-        values = dict(amounts, instance_uuid=instance_uuid,
-                      compute_node_id=compute_node_id,
-                      expires_at=expires_at, created_at=now)
-        params = {'new_' + name: value for name, value in values.items()}
-        session.execute(statements['insert'],
-                        dict(params, node_id=compute_node_id))
-        return True
+    found = _rows(session, statements['claim_of'],
+                  {'instance_uuid': instance_uuid})
+    old = found[0] if found else None
+    same_node = (old is not None and
+                 old['compute_node_id'] == compute_node_id)
+    credit = {name: old[name] if same_node else 0 for name in amounts}
+    if not _take(session, compute_node_id, amounts, credit, ratios, now):
+        return False
+    if old is not None:
+        if not _delete_row(session, old):
+            # Released or replaced since it was read: roll back and
+            # start over with the current claim.
+            raise db_exc.RetryRequest(ClaimChanged(
+                'claim of instance %s changed' % instance_uuid))
+        if not same_node:
+            _subtract(session, [old], now)
+    values = dict(amounts, instance_uuid=instance_uuid,
+                  compute_node_id=compute_node_id,
+                  expires_at=expires_at, created_at=now)
+    params = {'new_' + name: value for name, value in values.items()}
+    session.execute(statements['insert'],
+                    dict(params, node_id=compute_node_id))
+    return True
 
 
 @_retry

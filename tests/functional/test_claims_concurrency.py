@@ -1,4 +1,5 @@
-"""Concurrent claims on real PostgreSQL and MariaDB servers.
+"""Concurrent claims on real PostgreSQL and MariaDB servers, and on a
+SQLite file (threads and processes of one machine).
 
 Many threads, and separate processes, try to claim 1 GiB slots on the
 same few compute nodes far more often than the slots exist.  Whatever the
@@ -45,7 +46,12 @@ THREADS = 8
 JOIN_TIMEOUT = 60
 
 
-@pytest.fixture(params=['postgresql', 'mysql'])
+@pytest.fixture
+def sqlite_db_url(tmp_path):
+    return 'sqlite:///%s' % (tmp_path / 'claims.sqlite')
+
+
+@pytest.fixture(params=['postgresql', 'mysql', 'sqlite'])
 def db(request):
     """``(url, ctx, nodes)``: a fresh database of the backend, with
     ``NODES`` (ratios 1.0 on the rows) and their services."""
