@@ -358,7 +358,8 @@ class HostManager:
         if self._full_refresh_due():
             return False
         now = time.monotonic()
-        if now - self._last_delta < CONF.scheduler.host_state_max_age:
+        if (now - self._last_delta < CONF.scheduler.host_state_max_age
+                and not self._reread):
             return True
         started = timeutils.utcnow()
         changes = db.get_changes_since(
@@ -490,6 +491,16 @@ class HostManager:
         with self.lock:
             state.consume_from_request(spec_obj)
             self.table.sync([state])
+
+    def keep_consumption(self, states):
+        """Mark the consumption of ``states`` as newer than the claims just
+        written on their nodes, so that the next refresh keeps it instead
+        of taking our own claim write for the node's usage report (the
+        claim of a request is written after its instances consumed)."""
+        now = timeutils.utcnow()
+        with self.lock:
+            for state in states:
+                state.updated = now
 
     def forget_consumption(self, states):
         """Drop the virtual consumption of ``states``: the next refresh

@@ -23,11 +23,15 @@ weight order, not selected for this request, up to ``max_attempts`` hosts
 in all.  Decisions of one process are serialised by the host manager's
 lock, so concurrent requests never consume the same capacity twice here.
 
-With ``[scheduler] claim_resources`` (the default), the chosen node's
+With ``[scheduler] claim_resources`` (the default), the chosen nodes'
 vCPUs, RAM and disk (root + ephemeral, as the consumption) are claimed in
-the database before the node is kept (``scheduler.db.claims``): other
+the database before they are returned (``scheduler.db.claims``): other
 workers and services sharing the database can never together overcommit
-it.  A claim that fails (another scheduler took the room first) re-reads
+them.  The claims of a request are taken together, all or none, in one
+transaction once every instance has its host.  When one does not fit
+(another scheduler took the room first), the consumption is forgotten,
+the changed rows are read again, and the request is placed again with a
+claim per instance as each host is chosen: a lost claim then re-reads
 that node at the next refresh and moves on to the next host of the
 sorted list, the lost race logged at INFO; a request that fails releases
 the claims it took.  Alternates are not claimed (Nova's conductor claims
@@ -85,6 +89,45 @@ class FilterScheduler(base.Scheduler):
         live_migration.check_requested_destination(states, spec_obj)
         num = self.num_instances(spec_obj, instance_uuids)
         uuids = _instance_uuids(spec_obj, instance_uuids, num)
+        max_hosts = CONF.scheduler.max_attempts if return_alternates else 1
+        claiming = CONF.scheduler.claim_resources and not _forced(spec_obj)
+        group = spec_obj.get('instance_group')
+        group_hosts = group.host_list() if group is not None else None
+        placed = self._place(context, spec_obj, uuids, return_alternates,
+                             claim_each=False)
+        if claiming and not self._claim_all(context, spec_obj, placed[0],
+                                            uuids):
+            LOG.info('Another scheduler claimed the room on one of %s '
+                     'first; placing the request again, one claim per '
+                     'instance', ', '.join(
+                         '%s:%s' % (s.host, s.nodename) for s in placed[0]))
+            manager.forget_consumption(placed[0])
+            if group is not None:
+                group.hosts = group_hosts
+                group.obj_reset_changes(['hosts'])
+            manager.get_all_host_states(context)
+            placed = self._place(context, spec_obj, uuids,
+                                 return_alternates, claim_each=True)
+        selected, rows, limit_filters = placed
+        # Enough hosts for every list, even if all chosen ones come first.
+        alternates = manager.table.states_at(rows[:max_hosts + num])
+        for state in selected + alternates:
+            for host_filter in limit_filters:
+                host_filter.apply_limits(state, spec_obj)
+        return self._selections(selected, alternates, max_hosts)
+
+    def _place(self, context, spec_obj, uuids, return_alternates,
+               claim_each):
+        """Nova's loop: choose a host per instance and consume from it.
+
+        With ``claim_each``, each chosen node is claimed before it is kept
+        (``_claim_first``).  Returns ``(selected HostStates, sorted rows
+        for the alternates, filters whose limits to apply)``; raises
+        NoValidHost (after forgetting the consumption and releasing the
+        claims taken) when fewer hosts than instances are found.
+        """
+        manager = self.host_manager
+        num = len(uuids)
         rows = manager.table.all_rows
         selected = []
         limit_filters = []
@@ -98,7 +141,9 @@ class FilterScheduler(base.Scheduler):
             rows = self._get_sorted_rows(spec_obj, rows, index,
                                          limit_filters,
                                          limit=needed if final else None)
-            rows = self._claim_first(context, spec_obj, rows, uuids[index])
+            if claim_each:
+                rows = self._claim_first(context, spec_obj, rows,
+                                         uuids[index])
             if not len(rows):
                 break
             chosen = manager.table.states[rows[0]]
@@ -109,25 +154,31 @@ class FilterScheduler(base.Scheduler):
             selected.append(chosen)
         if len(selected) < num:
             self._release(context, selected, spec_obj, num,
-                          uuids[:len(selected)])
+                          uuids[:len(selected)] if claim_each else [])
         if realternate:
             rows = self._get_sorted_rows(spec_obj, rows, num - 1,
                                          limit_filters, pick=False,
                                          limit=needed)
-        # Enough hosts for every list, even if all chosen ones come first.
-        alternates = manager.table.states_at(rows[:max_hosts + num])
-        for state in selected + alternates:
-            for host_filter in limit_filters:
-                host_filter.apply_limits(state, spec_obj)
-        return self._selections(selected, alternates, max_hosts)
+        return selected, rows, limit_filters
+
+    def _claim_all(self, context, spec_obj, selected, uuids):
+        """Claim the request's chosen nodes, all or none
+        (``claims.claim_many``): the usual case, one transaction per
+        request.  False when another scheduler took room first."""
+        flavor = spec_obj.flavor
+        disk_gb = flavor.root_gb + flavor.ephemeral_gb
+        if not claims.claim_many(context, [
+                (state.compute_id, uuid, flavor.vcpus, flavor.memory_mb,
+                 disk_gb)
+                for state, uuid in zip(selected, uuids, strict=True)]):
+            return False
+        self.host_manager.keep_consumption(selected)
+        return True
 
     def _claim_first(self, context, spec_obj, rows, instance_uuid):
         """Claim the first host of ``rows``; on a lost race, drop it and
         try the next.  Returns ``rows`` from the claimed host on (empty
-        when none could be claimed).  Without ``claim_resources``,
-        ``rows`` unchanged."""
-        if not CONF.scheduler.claim_resources or _forced(spec_obj):
-            return rows
+        when none could be claimed)."""
         flavor = spec_obj.flavor
         table = self.host_manager.table
         while len(rows):
@@ -142,9 +193,9 @@ class FilterScheduler(base.Scheduler):
             rows = rows[1:]
         return rows
 
-    def _release(self, context, selected, spec_obj, num, uuids):
-        if CONF.scheduler.claim_resources and uuids:
-            claims.release_many(context, uuids)
+    def _release(self, context, selected, spec_obj, num, claimed_uuids):
+        if claimed_uuids:
+            claims.release_many(context, claimed_uuids)
         self.host_manager.forget_consumption(selected)
         LOG.debug('Found %d of %d requested host(s) for instance %s',
                   len(selected), num, spec_obj.obj_get('instance_uuid'))
