@@ -215,3 +215,82 @@ def test_rpc_notifier_is_disabled_without_a_driver(conf):
     assert not rpc.get_notifier(transport, 'sched-7').is_enabled()
     conf.set_override('driver', ['test'], group='oslo_messaging_notifications')
     assert rpc.get_notifier(transport, 'sched-7').is_enabled()
+
+
+# -- claims ---------------------------------------------------------------
+
+
+def _claimed(ctx):
+    from scheduler.db import claims
+
+    return collections.Counter(row['host'] for row in claims.get_claims(ctx))
+
+
+def test_a_request_is_claimed_in_one_transaction(ctx, monkeypatch):
+    from scheduler.db import claims
+
+    _hosts(ctx, 8192, 6000)
+    calls = []
+    real = claims.claim_many
+    monkeypatch.setattr(claims, 'claim_many', lambda *args, **kwargs: (
+        calls.append(args[1]) or real(*args, **kwargs)))
+    uuids = [str(uuid.uuid4()) for _ in range(3)]
+    _driver(ctx).select_destinations(
+        ctx, seed.make_spec(memory_mb=2048), uuids)
+    assert len(calls) == 1
+    assert sorted(item[1] for item in calls[0]) == sorted(uuids)
+    assert _claimed(ctx) == {'host0': 2, 'host1': 1}
+
+
+def test_lost_race_places_again_claiming_each_instance(ctx, monkeypatch):
+    """Another scheduler takes host0's room between our read and our
+    claim: the request still succeeds, on host1, and the group's hosts
+    are those of the second placement only."""
+    from scheduler.db import api as db
+    from scheduler.db import claims
+
+    _hosts(ctx, 4096, 3072)
+    host0 = db.compute_node_get_all(ctx)[0]
+    real = claims.claim_many
+    raced = []
+
+    def rival_first(context, wanted, *args, **kwargs):
+        if not raced:
+            raced.append(True)
+            for _ in range(2):   # 6000 of host0's 6144 MiB (ratio 1.5)
+                assert claims.claim(context, host0['id'],
+                                    str(uuid.uuid4()), 1, 3000, 1)
+        return real(context, wanted, *args, **kwargs)
+
+    monkeypatch.setattr(claims, 'claim_many', rival_first)
+    group = group_obj.InstanceGroup(
+        uuid=str(uuid.uuid4()), policies=['anti-affinity'], hosts=[],
+        members=[])
+    spec = seed.make_spec(memory_mb=2048)
+    spec.instance_group = group
+    selections = _driver(ctx).select_destinations(ctx, spec)
+    assert _chosen(selections) == ['host1']
+    assert group.hosts == ['host1']
+    assert _claimed(ctx) == {'host0': 2, 'host1': 1}
+    assert claims.overcommitted_nodes(ctx) == []
+    assert claims.unbalanced_nodes(ctx) == []
+
+
+def test_no_valid_host_leaves_no_claim(ctx):
+    from scheduler.db import claims
+
+    _hosts(ctx, 4096, 2048)
+    with pytest.raises(exception.NoValidHost):
+        _driver(ctx).select_destinations(
+            ctx, seed.make_spec(num_instances=5, memory_mb=2048))
+    assert claims.claims_count(ctx) == 0
+
+
+def test_forced_host_takes_no_claim(ctx):
+    from scheduler.db import claims
+
+    _hosts(ctx, 4096, 2048)
+    spec = seed.make_spec(memory_mb=1024)
+    spec.force_hosts = ['host1']
+    assert _chosen(_driver(ctx).select_destinations(ctx, spec)) == ['host1']
+    assert claims.claims_count(ctx) == 0
