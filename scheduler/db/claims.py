@@ -100,10 +100,10 @@ Transactions and errors
 Every function runs in its own oslo.db enginefacade transaction on the
 ``context_manager`` of ``scheduler.db.api``; call them outside of an
 enclosing writer transaction, since a claim protects nothing until it is
-committed.  A claim's transaction first runs a statement that writes
-nothing but makes it a writer (``begin_write``: on SQLite a transaction
-that starts with a read cannot always become a writer while another
-writes), then reads the instance's current claim, and checks by row
+committed.  A claim's transaction on SQLite first runs a statement that
+writes nothing but makes it a writer (``begin_write``: a SQLite
+transaction that starts with a read cannot always become a writer while
+another writes), then reads the instance's current claim, and checks by row
 counts that what it read still holds when it replaces it, starting over
 when it does not.  A release looks its claim rows up in a short
 transaction of its own (on the writer engine, never a lagging replica)
@@ -316,10 +316,10 @@ def _statements():
     claim_columns = ['instance_uuid', 'compute_node_id', 'vcpus',
                      'memory_mb', 'disk_gb', 'expires_at', 'created_at']
     return {
-        # Matches nothing, but opens the transaction for writing: on
-        # SQLite a transaction whose first statement reads cannot always
-        # become a writer while another one writes ("database is
-        # locked", not waited for); server databases take no lock.
+        # Matches nothing, but opens a SQLite transaction for writing: a
+        # transaction whose first statement reads cannot always become a
+        # writer while another one writes ("database is locked", not
+        # waited for).  Server databases do not need it.
         'begin_write': sa.delete(CLAIMS).where(sa.false()),
         'claim_of': _claim_row_select().where(
             CLAIMS.c.instance_uuid == sa.bindparam('instance_uuid')),
@@ -480,7 +480,8 @@ def claim_many(context, wanted, ratios=None, expires_at=None):
     now = _utcnow()
     try:
         with context_manager.writer.using(context) as session:
-            session.execute(_statements()['begin_write'])
+            if session.get_bind().dialect.name == 'sqlite':
+                session.execute(_statements()['begin_write'])
             for node_id, uuid, amounts in wanted:
                 if not _claim_in(session, node_id, uuid, amounts, ratios,
                                  expires_at, now):
