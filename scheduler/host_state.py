@@ -18,7 +18,9 @@ what schedulers have claimed on it and not yet seen reported
 ``scheduler.db.claims``).
 """
 
+import functools
 import json
+import sys
 import threading
 import uuid
 
@@ -60,8 +62,42 @@ def _json(value, default):
         return default
 
 
+def _shared(text):
+    """One string object for equal texts that many hosts repeat (CPU
+    models, hypervisor types): a 100,000-host view keeps one copy."""
+    return sys.intern(text) if isinstance(text, str) else text
+
+
+@functools.lru_cache(maxsize=1024)
+def _decoded_supported_instances(text):
+    return _json(text, []) or []
+
+
+def _supported_instances(value):
+    """The ``supported_instances`` column decoded, one list for equal texts
+    (hosts of a kind share it; nothing changes it)."""
+    if isinstance(value, str):
+        return _decoded_supported_instances(value)
+    return _json(value, []) or []
+
+
 class HostState:
-    """Mutable state of one compute node, as Nova's HostState."""
+    """Mutable state of one compute node, as Nova's HostState.
+
+    Its fields are slots (a 100,000-host view holds 100,000 of them); a
+    plug-in may still set an attribute of its own (``__dict__``).
+    """
+
+    __slots__ = (
+        'host', 'nodename', 'cell_uuid', 'uuid', 'compute_id', 'generation',
+        '_lock', 'total_usable_ram_mb', 'free_ram_mb',
+        'total_usable_disk_gb', 'disk_mb_used', 'free_disk_mb',
+        'vcpus_total', 'vcpus_used', 'numa_topology', 'pci_stats',
+        'num_instances', 'num_io_ops', 'failed_builds', 'stats', 'host_ip',
+        'hypervisor_type', 'hypervisor_version', 'hypervisor_hostname',
+        'cpu_info', 'supported_instances', 'metrics', 'cpu_allocation_ratio',
+        'ram_allocation_ratio', 'disk_allocation_ratio', 'limits',
+        'aggregates', 'instances', 'service', 'updated', '__dict__')
 
     def __init__(self, host, nodename, cell_uuid=None):
         self.host = host
@@ -107,7 +143,8 @@ class HostState:
     def update(self, compute=None, service=None, aggregates=None,
                instances=None):
         """Refresh from a ``compute_nodes`` row dict, a ``services`` row
-        dict, the host's Aggregate objects and its ``{uuid: Instance}``.
+        dict (kept as given: the nodes of a host share it), the host's
+        Aggregate objects and its ``{uuid: Instance}``.
 
         Arguments that are None leave that part unchanged.
         """
@@ -117,7 +154,7 @@ class HostState:
             if aggregates is not None:
                 self.aggregates = list(aggregates)
             if service is not None:
-                self.service = dict(service)
+                self.service = service
             if instances is not None:
                 self.instances = instances
 
@@ -165,12 +202,12 @@ class HostState:
         self.num_io_ops = int(self.stats.get('io_workload', 0))
         self.failed_builds = int(self.stats.get('failed_builds', 0))
         self.host_ip = compute.get('host_ip')
-        self.hypervisor_type = compute.get('hypervisor_type')
+        self.hypervisor_type = _shared(compute.get('hypervisor_type'))
         self.hypervisor_version = compute.get('hypervisor_version')
         self.hypervisor_hostname = compute.get('hypervisor_hostname')
-        self.cpu_info = compute.get('cpu_info')
-        self.supported_instances = _json(
-            compute.get('supported_instances'), []) or []
+        self.cpu_info = _shared(compute.get('cpu_info'))
+        self.supported_instances = _supported_instances(
+            compute.get('supported_instances'))
         self.metrics = _json(compute.get('metrics'), None)
         for name in DEFAULT_ALLOCATION_RATIOS:
             setattr(self, name,

@@ -91,6 +91,15 @@ SERVICE_COLUMNS = {
 COLUMNS = {**RESOURCE_COLUMNS, **SERVICE_COLUMNS}
 
 
+_NO_UUIDS = frozenset()
+
+
+def _uuids(instances):
+    """The uuids of an ``instances`` dict, as a frozenset (one shared
+    empty one: most hosts of a large view run nothing we track)."""
+    return frozenset(instances) if instances else _NO_UUIDS
+
+
 class HostTable:
     """Columns over a fixed list of HostStates.
 
@@ -122,7 +131,7 @@ class HostTable:
         # the same rows array while it has not moved.
         self._stamp = 0
         self._last_codes = {}
-        self._row_uuids = [frozenset(s.instances) for s in self.states]
+        self._row_uuids = [_uuids(s.instances) for s in self.states]
         self._uuid_rows = collections.defaultdict(set)
         for row, uuids in enumerate(self._row_uuids):
             for uuid in uuids:
@@ -159,7 +168,7 @@ class HostTable:
             self._stamp += 1
             if part == 'aggregates':
                 self.aggregate_version[row] += 1
-            self._reindex_instances(row, frozenset(state.instances))
+            self._reindex_instances(row, _uuids(state.instances))
 
     def _reindex_instances(self, row, uuids):
         old = self._row_uuids[row]

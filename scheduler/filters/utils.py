@@ -164,13 +164,27 @@ def aggregate_allocation_ratio(host_state, ratio_name):
 _DATA_DESCRIPTORS = (property, types.MemberDescriptorType)
 
 
+# What a class makes of an attribute name (``_attribute_kind``).
+_DATA, _INSTANCE, _OTHER = 'data', 'instance', 'other'
+
+
 @functools.lru_cache(maxsize=1024)
-def _is_data_descriptor(cls, name):
-    """Whether ``name`` is a property or slot of ``cls`` (cached: a memo
-    scope may ask it for every host, and names come from requests, hence
-    the bound)."""
-    return isinstance(inspect.getattr_static(cls, name, None),
-                      _DATA_DESCRIPTORS)
+def _attribute_kind(cls, name):
+    """``_DATA`` when ``name`` is a property or slot of ``cls``,
+    ``_INSTANCE`` when the class does not define it at all (so only an
+    instance attribute can hold it), else ``_OTHER`` (methods, class
+    constants...).  Cached: a memo scope may ask it for every host, and
+    names come from requests, hence the bound."""
+    found = inspect.getattr_static(cls, name, _ABSENT)
+    if isinstance(found, _DATA_DESCRIPTORS):
+        return _DATA
+    if found is _ABSENT and inspect.getattr_static(
+            cls, '__getattr__', None) is None:
+        return _INSTANCE
+    return _OTHER
+
+
+_ABSENT = object()
 
 
 def public_attribute(obj, name, default=None):
@@ -181,12 +195,10 @@ def public_attribute(obj, name, default=None):
     (JsonFilter, ComputeCapabilitiesFilter)."""
     if not isinstance(name, str) or not name or name.startswith('_'):
         return default
-    instance_vars = getattr(obj, '__dict__', {})
-    if name in instance_vars:
-        return instance_vars[name]
-    if _is_data_descriptor(type(obj), name):
-        try:
-            return getattr(obj, name)
-        except Exception:  # a property that cannot be computed
-            return default
-    return default
+    kind = _attribute_kind(type(obj), name)
+    if kind is _OTHER:
+        return default
+    try:
+        return getattr(obj, name, default)
+    except Exception:  # a property that cannot be computed
+        return default
