@@ -237,8 +237,16 @@ class HostManager:
             self._apply_instances([host_name])
 
     def delete_instance_info(self, context, host_name, instance_uuid):
-        """Forget an instance deleted on ``host_name``."""
+        """Forget an instance deleted on ``host_name``.
+
+        The host's nodes are read again at the next refresh, dropping
+        their virtual consumption: the instance's claim is released from
+        their rows, and a release written within the second of our
+        consumption would otherwise pass for older than it where the
+        database keeps whole seconds (MySQL).
+        """
         with self.lock:
+            self.forget_consumption(self._states_of([host_name]))
             info = self._instance_info.get(host_name)
             if info is not None:
                 info['instances'].pop(instance_uuid, None)

@@ -1,4 +1,8 @@
-"""SchedulerManager on a real SQLite database: the endpoint's own rules."""
+"""SchedulerManager on a real SQLite database: the endpoint's own rules,
+and the claims it takes and releases (``select_destinations`` claims,
+the ``delete_instance_info`` cast releases) through the same endpoint."""
+
+import uuid
 
 import oslo_messaging as messaging
 import pytest
@@ -8,6 +12,7 @@ import sqlalchemy as sa
 from scheduler import exception
 from scheduler import manager
 from scheduler.db import api as db
+from scheduler.db import claims
 
 
 def _raises(cls, func, *args, **kwargs):
@@ -94,3 +99,61 @@ def test_bad_casts_are_dropped(endpoint, caplog):
 def test_ping():
     assert manager.BaseRPCAPI().ping(None, arg='x') == {
         'service': 'scheduler', 'arg': 'x'}
+
+
+def _claimed(ctx, node_id):
+    """``(claimed_vcpus, claimed_memory_mb, claimed_disk_gb)`` of a node."""
+    row = db.compute_node_get(ctx, node_id)
+    return (row['claimed_vcpus'], row['claimed_memory_mb'],
+            row['claimed_disk_gb'])
+
+
+def test_delete_instance_info_releases_the_claim(tmp_path):
+    # One node with room for exactly one 4-vCPU, 16 GiB, 150 GiB instance
+    # (RAM limit 16384 * 1.5, disk 200), so the released room is the only
+    # room.
+    ctx = seed.use_database('sqlite:///%s' % (tmp_path / 'c.sqlite'))
+    node = seed.add_compute(ctx, 'h1')
+    mgr = manager.SchedulerManager(ctx)
+    spec = dict(vcpus=4, memory_mb=16384, root_gb=150)
+    kept, gone = str(uuid.uuid4()), str(uuid.uuid4())
+    assert mgr.select_destinations(
+        ctx, spec_obj=seed.make_spec(**spec), instance_uuids=[gone])[0][
+        'host'] == 'h1'
+    assert [c['instance_uuid'] for c in claims.get_claims(ctx)] == [gone]
+    assert _claimed(ctx, node['id']) == (4, 16384, 150)
+    _raises(exception.NoValidHost, mgr.select_destinations, ctx,
+            spec_obj=seed.make_spec(**spec), instance_uuids=[kept])
+
+    mgr.delete_instance_info(ctx, host_name='h1', instance_uuid=gone)
+    assert claims.get_claims(ctx) == []
+    assert _claimed(ctx, node['id']) == (0, 0, 0)
+    assert claims.unbalanced_nodes(ctx) == []
+    # The room is free again, for this endpoint's view too.
+    assert mgr.select_destinations(
+        ctx, spec_obj=seed.make_spec(**spec), instance_uuids=[kept])[0][
+        'host'] == 'h1'
+    assert [c['instance_uuid'] for c in claims.get_claims(ctx)] == [kept]
+
+
+def test_delete_instance_info_without_a_claim_changes_nothing(endpoint):
+    ctx, mgr = endpoint
+    claimed = str(uuid.uuid4())
+    mgr.select_destinations(ctx, spec_obj=seed.make_spec(),
+                            instance_uuids=[claimed])
+    before = (claims.get_claims(ctx), db.compute_node_get_all(ctx))
+    assert [c['instance_uuid'] for c in before[0]] == [claimed]
+
+    # An instance that was never claimed: neither the other instance's
+    # claim nor the node row (claimed_*, generation, updated_at) moves.
+    mgr.delete_instance_info(ctx, host_name='h1',
+                             instance_uuid=str(uuid.uuid4()))
+    assert (claims.get_claims(ctx), db.compute_node_get_all(ctx)) == before
+
+    # A repeated cast for a released instance: nothing either.
+    mgr.delete_instance_info(ctx, host_name='h1', instance_uuid=claimed)
+    released = db.compute_node_get_all(ctx)
+    assert claims.get_claims(ctx) == []
+    mgr.delete_instance_info(ctx, host_name='h1', instance_uuid=claimed)
+    assert db.compute_node_get_all(ctx) == released
+    assert claims.unbalanced_nodes(ctx) == []
