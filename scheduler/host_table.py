@@ -130,6 +130,9 @@ class HostTable:
         # Bumped with any version: ``memo`` reuses the codes it gave for
         # the same rows array while it has not moved.
         self._stamp = 0
+        # Bumped when any host's aggregates change (``per_table``).
+        self._aggregate_stamp = 0
+        self._per_table = {}
         self._last_codes = {}
         self._row_uuids = [_uuids(s.instances) for s in self.states]
         self._uuid_rows = collections.defaultdict(set)
@@ -168,6 +171,7 @@ class HostTable:
             self._stamp += 1
             if part == 'aggregates':
                 self.aggregate_version[row] += 1
+                self._aggregate_stamp += 1
             self._reindex_instances(row, _uuids(state.instances))
 
     def _reindex_instances(self, row, uuids):
@@ -262,6 +266,25 @@ class HostTable:
                 values[code] = fn(self.states[missing_rows[at]])
                 known[code] = True
         return values[codes]
+
+    def per_table(self, owner, key, fn, dtype=float):
+        """``fn(state)`` for every row, where ``fn`` reads only the
+        metadata of the host's aggregates (a weigher's multiplier): a
+        scalar when every row has the same value, else an array over all
+        rows; computed again only after some host's aggregates changed.
+        A caller indexes an array with its rows and uses a scalar as is,
+        which saves a gather per weigher and decision."""
+        cached = self._per_table.get((owner, key))
+        if cached is not None and cached[0] == self._aggregate_stamp:
+            return cached[1]
+        values = self.memo(owner, key, fn, self.all_rows, dtype=dtype,
+                           scope=AGGREGATE_METADATA)
+        if len(values) and (values == values[0]).all():
+            values = values.dtype.type(values[0])
+        if len(self._per_table) >= MEMO_KEYS:
+            self._per_table.clear()
+        self._per_table[(owner, key)] = (self._aggregate_stamp, values)
+        return values
 
     def _codes(self, scope, grouping, rows):
         """``grouping.codes_at(rows)``, reused for the same ``rows`` array

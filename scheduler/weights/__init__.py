@@ -36,7 +36,6 @@ that and the configuration (``multiplier_key``).
 import numpy as np
 from oslo_log import log as logging
 
-from scheduler import host_table
 from scheduler import loadables
 from scheduler.conf import CONF
 from scheduler.filters import utils as filter_utils
@@ -217,17 +216,20 @@ def _raw_weights(weigher, table, rows, weight_properties):
 
 
 def _multipliers(weigher, table, rows):
-    """The multiplier of each row: cached once per distinct aggregate
-    metadata, unless a plug-in overrides ``weight_multiplier`` (which may
-    then read anything, so it is called for each host)."""
+    """The multiplier of each row (or one for all): computed once per
+    distinct aggregate metadata and kept until aggregates change
+    (``HostTable.per_table``), unless a plug-in overrides
+    ``weight_multiplier`` (which may then read anything, so it is called
+    for each host)."""
     if not loadables.fast_form_applies(weigher, 'multiplier_key',
                                        ('weight_multiplier',)):
         return np.fromiter((weigher.weight_multiplier(state)
                             for state in table.states_at(rows)),
                            dtype=np.float64, count=len(rows))
-    return table.memo(weigher, ('multiplier', weigher.multiplier_key()),
-                      weigher.weight_multiplier, rows, dtype=np.float64,
-                      scope=host_table.AGGREGATE_METADATA)
+    multipliers = table.per_table(
+        weigher, ('multiplier', weigher.multiplier_key()),
+        weigher.weight_multiplier, dtype=np.float64)
+    return multipliers if np.ndim(multipliers) == 0 else multipliers[rows]
 
 
 def _normalize_array(weights, minval=None, maxval=None):
