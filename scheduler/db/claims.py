@@ -313,6 +313,11 @@ def _statements():
     """The statements of a claim and a release, built once with bound
     parameters (building one costs more than running it)."""
     node_id = sa.bindparam('node_id', type_=sa.Integer)
+    take = (sa.update(COMPUTE_NODES)
+            .where(COMPUTE_NODES.c.id == node_id,
+                   COMPUTE_NODES.c.deleted == 0,
+                   *[_fits(resource) for resource in RESOURCES])
+            .values(**_node_claim_values()))
     claim_columns = ['instance_uuid', 'compute_node_id', 'vcpus',
                      'memory_mb', 'disk_gb', 'expires_at', 'created_at']
     return {
@@ -323,11 +328,11 @@ def _statements():
         'begin_write': sa.delete(CLAIMS).where(sa.false()),
         'claim_of': _claim_row_select().where(
             CLAIMS.c.instance_uuid == sa.bindparam('instance_uuid')),
-        'take': (sa.update(COMPUTE_NODES)
-                 .where(COMPUTE_NODES.c.id == node_id,
-                        COMPUTE_NODES.c.deleted == 0,
-                        *[_fits(resource) for resource in RESOURCES])
-                 .values(**_node_claim_values())),
+        'take': take,
+        # ``take`` for an instance that has no claim yet (the usual case):
+        # no read of its claim first.
+        'take_new': take.where(~sa.exists().where(
+            CLAIMS.c.instance_uuid == sa.bindparam('instance_uuid'))),
         'subtract': (sa.update(COMPUTE_NODES)
                      .where(COMPUTE_NODES.c.id == node_id)
                      .values(**_node_claim_values())),
@@ -369,16 +374,21 @@ def _deltas(deltas):
     return {'delta_' + name: deltas.get(name, 0) for name in _BY_NAME}
 
 
-def _take(session, compute_node_id, amounts, credit, ratios, now):
-    """The conditional UPDATE of a claim; True when the row matched."""
+def _take(session, compute_node_id, amounts, credit, ratios, now,
+          new_instance=None):
+    """The conditional UPDATE of a claim; True when the row matched.  With
+    ``new_instance`` (a uuid), it matches only while that instance has no
+    claim (``credit`` must then be zero)."""
     params = {'default_' + name: value for name, value in ratios.items()}
-    params.update(node_id=compute_node_id, now=now)
+    params.update(node_id=compute_node_id, now=now,
+                  instance_uuid=new_instance)
     params.update(('request_' + name, value)
                   for name, value in amounts.items())
     params.update(('credit_' + name, value) for name, value in credit.items())
     params.update(_deltas({name: amounts[name] - credit[name]
                            for name in amounts}))
-    return session.execute(_statements()['take'], params).rowcount == 1
+    statement = _statements()['take_new' if new_instance else 'take']
+    return session.execute(statement, params).rowcount == 1
 
 
 def _subtract(session, rows, now):
@@ -420,15 +430,15 @@ def claim(context, compute_node_id, instance_uuid, vcpus, memory_mb,
           disk_gb, ratios=None, expires_at=None):
     """Claim room for one instance on one compute node, atomically.
 
-    In one writer transaction: the instance's current claim is read, then
-    one conditional ``UPDATE compute_nodes SET
+    In one writer transaction: one conditional ``UPDATE compute_nodes SET
     claimed_* = claimed_* + amount, generation = generation + 1,
     updated_at = claims_updated_at = now WHERE id = :id AND deleted = 0
-    AND <each resource fits>`` (see the module docstring for the fit
-    rule), then, when it matched the row, the ``scheduler_claims`` row.
-    An existing claim for ``instance_uuid`` (a re-schedule) is replaced in
-    the same transaction: its amounts count as free when it is on the same
-    node, and are taken off its node otherwise.
+    AND <each resource fits> AND <the instance has no claim>`` (see the
+    module docstring for the fit rule), then, when it matched the row,
+    the ``scheduler_claims`` row.  When it did not match, the instance's
+    current claim is read: an existing claim (a re-schedule) is replaced
+    in the same transaction, its amounts counting as free when it is on
+    the same node and taken off its node otherwise.
 
     :param context: a ``RequestContext``.
     :param compute_node_id: ``compute_nodes.id`` of the chosen node.
@@ -494,16 +504,29 @@ def claim_many(context, wanted, ratios=None, expires_at=None):
 def _claim_in(session, compute_node_id, instance_uuid, amounts, ratios,
               expires_at, now):
     """One claim of ``claim_many`` in its transaction; False when it does
-    not fit (the caller rolls back)."""
+    not fit (the caller rolls back).
+
+    The usual instance has no claim yet: one conditional UPDATE that also
+    checks that, then the INSERT.  Only when it did not match is the
+    instance's claim read, to replace it (a re-schedule) or to conclude
+    that there is no room.
+    """
     statements = _statements()
-    found = _rows(session, statements['claim_of'],
-                  {'instance_uuid': instance_uuid})
-    old = found[0] if found else None
-    same_node = (old is not None and
-                 old['compute_node_id'] == compute_node_id)
-    credit = {name: old[name] if same_node else 0 for name in amounts}
-    if not _take(session, compute_node_id, amounts, credit, ratios, now):
-        return False
+    no_credit = dict.fromkeys(amounts, 0)
+    if _take(session, compute_node_id, amounts, no_credit, ratios, now,
+             new_instance=instance_uuid):
+        old = None
+    else:
+        found = _rows(session, statements['claim_of'],
+                      {'instance_uuid': instance_uuid})
+        if not found:
+            return False
+        old = found[0]
+        same_node = old['compute_node_id'] == compute_node_id
+        credit = {name: old[name] if same_node else 0 for name in amounts}
+        if not _take(session, compute_node_id, amounts, credit, ratios,
+                     now):
+            return False
     if old is not None:
         if not _delete_row(session, old):
             # Released or replaced since it was read: roll back and
