@@ -33,6 +33,8 @@ decisions.
 
 import dataclasses
 
+from scheduler.conf import opts as conf_opts
+
 # The figures of the issue are for these filters and weighers.
 BENCH_FILTERS = [
     'RetryFilter', 'AvailabilityZoneFilter', 'RamFilter', 'CoreFilter',
@@ -110,12 +112,30 @@ def apply_scheduler_options(conf):
         conf.set_override(name, value, group)
 
 
-def scheduler_config_lines():
+# Option groups of the scheduler whose values given to the benchmark
+# (``--config-file``) the benchmarked services get too.
+PASSED_GROUPS = ('scheduler', 'filter_scheduler')
+
+
+def scheduler_config_lines(conf=None):
     """``SCHEDULER_OPTIONS`` as ``{group: ['name = value', ...]}`` for a
-    service's configuration file."""
+    service's configuration file, after the options of ``PASSED_GROUPS``
+    whose value in ``conf`` (the benchmark's own configuration) is not
+    their default, so that both modes measure the same scheduler."""
+    options = {}
+    if conf is not None:
+        for group, opts in conf_opts.list_opts():
+            group = getattr(group, 'name', group)   # an OptGroup or a name
+            if group not in PASSED_GROUPS:
+                continue
+            for opt in opts:
+                value = conf[group][opt.dest]
+                if value != opt.default:
+                    options[(group, opt.dest)] = value
+    options.update(SCHEDULER_OPTIONS)
     groups = {}
-    for (group, name), value in SCHEDULER_OPTIONS.items():
+    for (group, name), value in options.items():
         if isinstance(value, list):
-            value = ','.join(value)
+            value = ','.join(str(item) for item in value)
         groups.setdefault(group, []).append('%s = %s' % (name, value))
     return groups

@@ -162,7 +162,7 @@ def service_config(transport_url, db_url, host, exchange, seed=None,
         [oslo_messaging_rabbit]
         heartbeat_timeout_threshold = 0
         ''') % db_url
-    groups = scheduler_config_lines()
+    groups = scheduler_config_lines(CONF)
     extra = list(scheduler_lines)
     if seed is not None:
         extra.append('random_seed = %d' % seed)
