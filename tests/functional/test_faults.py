@@ -1,18 +1,22 @@
 """Faults under load: real ``scheduler-service`` processes, a real
-RabbitMQ and a real PostgreSQL, broken while a caller keeps asking
-(issue 6).
+RabbitMQ and a real PostgreSQL or MariaDB, broken while a caller keeps
+asking (issue 6).
 
 A caller thread sends ``select_destinations`` through ``SchedulerAPI``,
 one request after the other, with a short RPC timeout; each test breaks
-one thing and checks what the caller saw, then prints its figures in
-one line (``pytest -s`` shows them):
+one thing and checks what the caller saw, then reports its figures in
+one line, which pytest prints after the module's tests (without ``-s``
+too: ``_print_figures``):
 
 * a service process (or a worker of a two-worker service) killed with
   SIGKILL: the one request it may have taken is retried once after its
   MessagingTimeout, and the survivor answers every request;
 * RabbitMQ stopped and started again on the same port: the service
-  reconnects and re-declares its queues by itself, without exiting;
-* PostgreSQL stopped for a few seconds: each request gets
+  reconnects and re-declares its queues by itself, without exiting,
+  within ``RECOVERY_BOUND`` s; an ``update_instance_info`` cast a
+  compute agent sent while the broker was down is lost, and the agent's
+  next ``sync_instance_info`` repairs the service's view;
+* PostgreSQL, or MariaDB, stopped for a few seconds: each request gets
   DatabaseUnavailable within the caller's timeout, and answers again
   once the database is back;
 * a compute service that stops heart-beating drops out of the
@@ -34,11 +38,13 @@ import threading
 import time
 
 import kombu
+import kombu.exceptions
 import oslo_messaging as messaging
 import pytest
 import seed
 from deployment import Deployment
 from oslo_utils import timeutils
+from oslo_utils import uuidutils
 
 from scheduler import context as scheduler_context
 from scheduler import exception
@@ -48,6 +54,8 @@ from scheduler.bench import servers
 from scheduler.conf import CONF
 from scheduler.db import api as db
 from scheduler.db import claims
+from scheduler.objects import instance as instance_obj
+from scheduler.objects import instance_group as group_obj
 
 # The caller's RPC timeout (s): a request lost with a killed process
 # costs this much before its retry.
@@ -204,15 +212,18 @@ class Restart:
     first: Result       # the first answer after back_at
 
 
-def _restart_under_load(dep, server, outage=0.0):
-    """Under load, stop ``server``, wait ``outage`` s, start it again on
-    the same port; return when the service answered 10 more requests."""
+def _restart_under_load(dep, server, outage=0.0, while_down=None):
+    """Under load, stop ``server``, call ``while_down()`` (if given),
+    wait ``outage`` s, start it again on the same port; return when the
+    service answered 10 more requests."""
     with _load(dep) as caller:
         caller.wait_requests(5)
         time.sleep(WARM_UP)
         down_at = time.monotonic()
         server.stop()
         stopped_at = time.monotonic()
+        if while_down is not None:
+            while_down()
         time.sleep(outage)
         restart_at = time.monotonic()
         server.start()
@@ -244,14 +255,37 @@ def _wait_ping(dep, server, timeout=30):
                 '%s does not answer:\n%s' % (server, dep.log()))
 
 
+# The lines of ``_report``, printed at the end of the module.
+FIGURES = []
+
+
 def _report(name, **figures):
-    print('\nfaults: %s: %s' % (name, ', '.join(
+    line = 'faults: %s: %s' % (name, ', '.join(
         '%s %s' % (key.replace('_', ' '),
                    '%.2f s' % value if isinstance(value, float) else value)
-        for key, value in figures.items())))
+        for key, value in figures.items()))
+    FIGURES.append(line)
+    print('\n' + line)
 
 
 # ------------------------------------------------------------ fixtures --
+
+@pytest.fixture(scope='module', autouse=True)
+def _print_figures(request):
+    """Print the figures of the module's tests after them, in pytest's
+    own output (so that they show without ``-s``), as
+    ``test_hostile_input``'s ``_report_counts`` does."""
+    yield
+    reporter = request.config.pluginmanager.get_plugin('terminalreporter')
+    capture = request.config.pluginmanager.get_plugin('capturemanager')
+    if reporter is None or capture is None or not FIGURES:
+        return
+    with capture.global_and_fixture_disabled():
+        reporter.write_line('')
+        for line in FIGURES:
+            reporter.write_line(line)
+    FIGURES.clear()
+
 
 @pytest.fixture
 def deploy(tmp_path):
@@ -373,26 +407,142 @@ def _queue_exists(rabbit_url, name):
     return True
 
 
+class Agent:
+    """A simulated compute agent of ``host``: it writes its instances to
+    the database and casts them to the scheduler, as nova-compute does
+    (``update_instance_info`` after a build, ``sync_instance_info`` with
+    all of its instance uuids, periodically)."""
+
+    def __init__(self, dep, host):
+        self.dep = dep
+        self.host = host
+        self.uuids = []
+
+    def write(self, instance):
+        """Record ``instance`` (an Instance from ``instance()``) in the
+        database."""
+        db.instance_create(self.dep.ctx, {
+            'uuid': instance.uuid, 'host': self.host, 'node': self.host,
+            'launched_on': self.host, 'project_id': 'project-1',
+            'user_id': 'faults', 'vcpus': 1, 'memory_mb': 1, 'root_gb': 1,
+            'ephemeral_gb': 0, 'vm_state': 'active', 'power_state': 1})
+
+    def instance(self):
+        """A new instance of this host (not recorded anywhere yet)."""
+        instance = instance_obj.Instance(uuid=uuidutils.generate_uuid(),
+                                         host=self.host, node=self.host)
+        self.uuids.append(instance.uuid)
+        return instance
+
+    def cast_update(self, instance, retry=None):
+        """``update_instance_info`` for ``instance``; ``retry=0``: do
+        not wait for a broker that is down (raises instead)."""
+        self.dep.api.client.prepare(fanout=True, version='4.2',
+                                    retry=retry).cast(
+            self.dep.ctx, 'update_instance_info', host_name=self.host,
+            instance_info=instance_obj.InstanceList(objects=[instance]))
+
+    def cast_sync(self):
+        """``sync_instance_info`` with every instance of the host."""
+        self.dep.api.sync_instance_info(self.dep.ctx, self.host,
+                                        list(self.uuids))
+
+
+def _next_to(dep, member, host):
+    """Whether a new member of an anti-affinity group whose one other
+    member is ``member`` is placed on ``host`` when every other host is
+    ignored (else NoValidHost): whether the service thinks that
+    ``member`` is not on ``host``.
+
+    The group has the ``max_server_per_host`` rule (Rocky+), so that the
+    filter counts the members in the service's view of the host's
+    instances (without it, the filter reads only ``group.hosts``, which
+    the caller fills in)."""
+    group = group_obj.InstanceGroup(uuid=uuidutils.generate_uuid(),
+                                    policy='anti-affinity',
+                                    _rules={'max_server_per_host': '1'},
+                                    members=[member], hosts=[])
+    spec = seed.make_spec(memory_mb=1, vcpus=1, root_gb=1,
+                          instance_group=group,
+                          ignore_hosts=[h for h in HOSTS if h != host])
+    try:
+        picks = dep.api.select_destinations(dep.ctx, spec)
+    except exception.NoValidHost:
+        return False
+    assert [pick['host'] for pick in picks] == [host]
+    return True
+
+
 def test_rabbitmq_restart_service_reconnects(private_server, deploy,
                                              postgresql_url,
                                              fresh_database):
+    """RabbitMQ stopped and started again under load: the service
+    reconnects by itself, without exiting, and answers again less than
+    ``RECOVERY_BOUND`` (30) s after the broker is back; the callers see
+    nothing but time-outs and connection errors meanwhile.
+
+    A compute agent of host2 builds an instance while the broker is
+    down: the row is written, its ``update_instance_info`` cast is lost.
+    host2 is in sync with its agent's casts, so the service does not
+    re-read its instances from the database: after recovery, a request
+    of that instance's anti-affinity group restricted to host2 still
+    gets host2.  The agent's next ``sync_instance_info`` (the periodic
+    one of Nova's compute) lists an instance the service does not have;
+    the service re-reads host2 from the database, and the group's
+    request gets NoValidHost from then on.
+    """
     broker = private_server('rabbitmq')
     dep = deploy(fresh_database(postgresql_url), broker.url,
                  seed_fn=_seed_hosts)
-    run = _restart_under_load(dep, broker)
+    agent = Agent(dep, 'host2')
+    # Before the outage, host2 reports a first instance: its cast first,
+    # then its row, so that the instance's group avoiding host2 shows
+    # that the cast arrived (nothing else knows of the instance yet),
+    # and so that host2 is in sync with its casts.
+    first_instance = agent.instance()
+    assert _next_to(dep, first_instance.uuid, 'host2')
+    agent.cast_update(first_instance)
+    dep.wait_for(lambda: not _next_to(dep, first_instance.uuid, 'host2'),
+                 timeout=10, interval=0.05)
+    agent.write(first_instance)
+    lost_instance = agent.instance()
+    lost = []
+
+    def build_on_host2():
+        agent.write(lost_instance)
+        try:
+            agent.cast_update(lost_instance, retry=0)
+        # MessageDeliveryFailure, or kombu's error when the cast needed a
+        # new connection (oslo.messaging lets that one through).
+        except (messaging.MessagingException, kombu.exceptions.KombuError,
+                OSError) as exc:
+            lost.append(type(exc).__name__)
+
+    run = _restart_under_load(dep, broker, while_down=build_on_host2)
     results, first = run.results, run.first
     # The broker lost its transient queues; the service declared them
     # again on reconnection (its topic and server queues).
     redeclared = (_queue_exists(broker.url, rpc.TOPIC) and
                   _queue_exists(broker.url, '%s.%s' % (rpc.TOPIC, dep.host)))
     during = [r for r in results if run.down_at < r.done < first.done]
+    # The view after recovery: host2's lost instance is not in it...
+    stale = _next_to(dep, lost_instance.uuid, 'host2')
+    # ... until host2's agent syncs.
+    synced_at = time.monotonic()
+    agent.cast_sync()
+    dep.wait_for(lambda: not _next_to(dep, lost_instance.uuid, 'host2'),
+                 timeout=10, interval=0.05)
+    repaired = time.monotonic() - synced_at
     _report('RabbitMQ restart', requests=len(results),
             answered=sum(r.ok for r in results),
             broker_stop=run.stopped_at - run.down_at,
             broker_start=broker.startup_s,
             recovery_after_broker_up=first.done - run.back_at,
             outage_seen_by_caller=first.done - run.down_at,
-            failed=_outcomes(r for r in during if not r.ok))
+            failed=_outcomes(r for r in during if not r.ok),
+            cast_while_down=lost[0] if lost else 'sent',
+            group_next_to_lost_instance_before_sync=stale,
+            repaired_after_sync=repaired)
     assert dep.returncode is None, dep.log()
     assert first.done - run.back_at < RECOVERY_BOUND
     assert redeclared
@@ -403,13 +553,24 @@ def test_rabbitmq_restart_service_reconnects(private_server, deploy,
         _outcomes(results))
     assert sum(r.ok for r in results if r.sent > first.done) >= 10
     _ping(dep, dep.host)
+    # The cast was lost, and that mattered until the sync: the service
+    # placed the group's next member next to its other member.
+    assert lost, 'the cast did not fail while the broker was down'
+    assert stale
+    # The sync repaired it; the first instance is still there too.
+    assert repaired < 10
+    assert not _next_to(dep, first_instance.uuid, 'host2')
 
 
 # ------------------------------------------------------ database outage --
 
-def test_database_outage_gives_database_unavailable(private_server, deploy,
-                                                    rabbit_url):
-    database = private_server('postgresql')
+DATABASE_NAMES = {'postgresql': 'PostgreSQL', 'mariadb': 'MariaDB'}
+
+
+@pytest.mark.parametrize('kind', sorted(DATABASE_NAMES))
+def test_database_outage_gives_database_unavailable(kind, private_server,
+                                                    deploy, rabbit_url):
+    database = private_server(kind)
     db_url = servers.create_database(database.url, prefix='faults')
     dep = deploy(db_url, rabbit_url, seed_fn=_seed_hosts)
     run = _restart_under_load(dep, database, outage=4.0)
@@ -418,8 +579,9 @@ def test_database_outage_gives_database_unavailable(private_server, deploy,
     down = [r for r in results if r.sent > run.stopped_at and
             r.done < run.restart_at]
     latency = max((r.done - r.sent for r in down), default=None)
-    _report('PostgreSQL outage', requests=len(results),
+    _report('%s outage' % DATABASE_NAMES[kind], requests=len(results),
             answered=sum(r.ok for r in results),
+            database_stop=run.stopped_at - run.down_at,
             outage=run.restart_at - run.down_at,
             during_outage=_outcomes(down), slowest_error=latency,
             database_start=database.startup_s,
