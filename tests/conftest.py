@@ -25,8 +25,11 @@ What lives here:
   ``drop_database()`` are the plain helpers behind it.
 * ``postgresql_db_url`` / ``mysql_db_url``: a fresh, empty database URL of
   one backend; ``db_url``: the same, parametrized over both backends.
-* ``private_server(kind)``: function-scoped factory of servers a test owns
-  and may stop and start again (same port and data), for fault tests.
+* ``private_server(kind, **options)``: function-scoped factory of servers a
+  test owns and may stop and start again (same port and data), for fault
+  tests; ``options`` go to the server class (e.g. ``tls_only=True``).
+  ``module_server(kind, **options)``: the same, shared by one module's
+  tests.
 
 The servers themselves are started by ``scheduler.bench.servers`` (the
 benchmark starts its own with it too); the fixtures only add the policy
@@ -149,13 +152,16 @@ def _start_timeout():
     return float(os.environ.get("SCHEDULER_TEST_SERVER_TIMEOUT", "60"))
 
 
-def _start_server(kind):
+def _start_server(kind, **options):
     """A started server of ``kind`` (``rabbitmq``, ``postgresql`` or
-    ``mariadb``): skipped under SCHEDULER_TEST_SKIP_SERVERS, a failure
-    with a set-up hint when it cannot start.  Close it when done."""
+    ``mariadb``), made with the server class's keyword ``options`` (such
+    as ``tls=True``): skipped under SCHEDULER_TEST_SKIP_SERVERS, a
+    failure with a set-up hint when it cannot start.  Close it when
+    done."""
     if _skip_servers():
         pytest.skip("SCHEDULER_TEST_SKIP_SERVERS is set")
-    server = servers.SERVERS[kind](_start_timeout(), prefix=TEMPDIR_PREFIX)
+    server = servers.SERVERS[kind](_start_timeout(), prefix=TEMPDIR_PREFIX,
+                                   **options)
     try:
         server.start()
     except servers.ServerNotFound as e:
@@ -197,22 +203,37 @@ def mysql_server():
     yield from _server_fixture("mariadb")
 
 
-@pytest.fixture
-def private_server():
-    """Factory: ``server = private_server(kind)`` starts a server of the
-    test's own (``rabbitmq``, ``postgresql`` or ``mariadb``), which the
-    test may ``stop()`` and ``start()`` again (same port, same data); it
-    is closed at teardown.  For tests that break their servers."""
+def _private_servers():
+    """The factory behind ``private_server`` and ``module_server``."""
     started = []
 
-    def factory(kind):
-        server = _start_server(kind)
+    def factory(kind, **options):
+        server = _start_server(kind, **options)
         started.append(server)
         return server
 
     yield factory
     for server in reversed(started):
         server.close()
+
+
+@pytest.fixture
+def private_server():
+    """Factory: ``server = private_server(kind)`` starts a server of the
+    test's own (``rabbitmq``, ``postgresql`` or ``mariadb``), which the
+    test may ``stop()`` and ``start()`` again (same port, same data); it
+    is closed at teardown.  For tests that break their servers, or that
+    need one set up differently: ``private_server(kind, **options)``
+    passes ``options`` to the server class (``tls=True``,
+    ``tls_only=True``: see ``scheduler.bench.servers``)."""
+    yield from _private_servers()
+
+
+@pytest.fixture(scope="module")
+def module_server():
+    """``private_server`` for the tests of one module: its servers are
+    closed after the module's last test.  Do not stop them."""
+    yield from _private_servers()
 
 
 @pytest.fixture(scope="session")

@@ -133,11 +133,16 @@ install_packages() {
     stop_system_services
 }
 
-if have_rabbitmq && have_postgresql && have_mariadb; then
-    log "RabbitMQ, PostgreSQL and MariaDB are installed"
+have_openssl() {
+    command -v openssl >/dev/null
+}
+
+if have_rabbitmq && have_postgresql && have_mariadb && have_openssl; then
+    log "RabbitMQ, PostgreSQL, MariaDB and openssl are installed"
 else
     install_packages
-    if ! { have_rabbitmq && have_postgresql && have_mariadb; }; then
+    if ! { have_rabbitmq && have_postgresql && have_mariadb &&
+               have_openssl; }; then
         log "server binaries still missing after installing packages"
         exit 1
     fi

@@ -27,17 +27,31 @@ directories of servers whose owner died are swept at the next start.
 ``LocalServers`` starts the benchmark's RabbitMQ and PostgreSQL and
 closes them on exit and at interpreter exit.  ``create_database`` /
 ``drop_database`` make one uniquely named database on a server.
+
+TLS, on request only (``tls=True``; the default servers are unchanged):
+``make_tls_files`` writes a throwaway CA and a server certificate for
+127.0.0.1 and localhost (with the ``openssl`` command, or the
+``cryptography`` package when the command is missing) into the server's
+directory at its first start.  RabbitMQ then also listens for AMQPS on a
+second free port (``tls_port``, ``tls_url``; ``tls_only=True``: on that
+port only), PostgreSQL runs with ``ssl = on`` (``tls_only=True``: its
+``pg_hba.conf`` refuses TCP clients without TLS).  ``server.tls`` holds
+the paths of the CA, certificate and key.
 """
 
 import atexit
+import collections
 import contextlib
 import ctypes
+import datetime
 import glob
+import ipaddress
 import os
 import pwd
 import shutil
 import signal
 import socket
+import ssl
 import stat
 import subprocess
 import tempfile
@@ -253,6 +267,184 @@ def _make_tempdir(prefix):
     return path
 
 
+# ----------------------------------------------------------------- TLS --
+
+TLSFiles = collections.namedtuple('TLSFiles', 'ca_file cert_file key_file')
+TLSFiles.__doc__ = ('PEM paths: the CA certificate clients trust, the '
+                    'server certificate it signed and its key.')
+# The names a server certificate is made for (its subjectAltName).
+TLS_HOSTS = ('127.0.0.1', 'localhost')
+TLS_DAYS = 2
+TLS_CA_NAME = 'scheduler throwaway CA'
+
+
+def tls_backend():
+    """What ``make_tls_files`` would use: ``'openssl'`` (the command),
+    ``'cryptography'`` (the package), or None when neither is there."""
+    if shutil.which('openssl'):
+        return 'openssl'
+    try:
+        import cryptography.x509  # noqa: F401
+    except ImportError:
+        return None
+    return 'cryptography'
+
+
+def _subject_alt_names(hosts):
+    """``[('IP', '127.0.0.1'), ('DNS', 'localhost')]`` for ``hosts``."""
+    names = []
+    for host in hosts:
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            names.append(('DNS', host))
+        else:
+            names.append(('IP', host))
+    return names
+
+
+def _tls_files_openssl(directory, hosts, days, timeout_s):
+    def run(*args):
+        try:
+            done = subprocess.run(
+                ['openssl'] + list(args), cwd=directory,
+                stdin=subprocess.DEVNULL, capture_output=True,
+                timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise ServerError('openssl %s timed out' % args[0]) from None
+        if done.returncode:
+            raise ServerError('openssl %s failed with status %d: %s' % (
+                args[0], done.returncode,
+                done.stderr.decode('utf-8', 'replace')[-2000:]))
+
+    ec_key = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1',
+              '-nodes']
+    run('req', '-x509', *ec_key, '-keyout', 'ca.key', '-out', 'ca.pem',
+        '-days', str(days), '-subj', '/CN=' + TLS_CA_NAME,
+        '-addext', 'basicConstraints=critical,CA:TRUE,pathlen:0',
+        '-addext', 'keyUsage=critical,keyCertSign,cRLSign')
+    run('req', '-new', *ec_key, '-keyout', 'server.key', '-out',
+        'server.csr', '-subj', '/CN=%s' % hosts[0])
+    with open(os.path.join(directory, 'server.ext'), 'w') as stream:
+        stream.write(
+            'basicConstraints = critical, CA:FALSE\n'
+            'keyUsage = critical, digitalSignature, keyEncipherment\n'
+            'extendedKeyUsage = serverAuth\n'
+            'subjectAltName = %s\n'
+            'subjectKeyIdentifier = hash\n'
+            'authorityKeyIdentifier = keyid\n'
+            % ', '.join('%s:%s' % name for name in _subject_alt_names(hosts)))
+    run('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey',
+        'ca.key', '-set_serial', '0x%s' % uuid.uuid4().hex, '-days',
+        str(days), '-extfile', 'server.ext', '-out', 'server.pem')
+
+
+def _tls_files_cryptography(directory, hosts, days):
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID
+    from cryptography.x509.oid import NameOID
+
+    def name(common_name):
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME,
+                                             common_name)])
+
+    def key_usage(**wanted):
+        flags = ('digital_signature', 'content_commitment',
+                 'key_encipherment', 'data_encipherment', 'key_agreement',
+                 'key_cert_sign', 'crl_sign', 'encipher_only',
+                 'decipher_only')
+        return x509.KeyUsage(**{flag: wanted.get(flag, False)
+                                for flag in flags})
+
+    def write_key(key, path):
+        with open(os.path.join(directory, path), 'wb') as stream:
+            stream.write(key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption()))
+
+    def write_cert(cert, path):
+        with open(os.path.join(directory, path), 'wb') as stream:
+            stream.write(cert.public_bytes(serialization.Encoding.PEM))
+
+    now = datetime.datetime.now(datetime.UTC)
+    start, end = now - datetime.timedelta(hours=1), now + datetime.timedelta(
+        days=days)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_ski = x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key())
+    ca = (x509.CertificateBuilder()
+          .subject_name(name(TLS_CA_NAME)).issuer_name(name(TLS_CA_NAME))
+          .public_key(ca_key.public_key())
+          .serial_number(x509.random_serial_number())
+          .not_valid_before(start).not_valid_after(end)
+          .add_extension(x509.BasicConstraints(ca=True, path_length=0),
+                         critical=True)
+          .add_extension(key_usage(key_cert_sign=True, crl_sign=True),
+                         critical=True)
+          .add_extension(ca_ski, critical=False)
+          .sign(ca_key, hashes.SHA256()))
+    alt_names = [x509.IPAddress(ipaddress.ip_address(value))
+                 if kind == 'IP' else x509.DNSName(value)
+                 for kind, value in _subject_alt_names(hosts)]
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (x509.CertificateBuilder()
+            .subject_name(name(hosts[0])).issuer_name(name(TLS_CA_NAME))
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(start).not_valid_after(end)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None),
+                           critical=True)
+            .add_extension(key_usage(digital_signature=True,
+                                     key_encipherment=True), critical=True)
+            .add_extension(x509.ExtendedKeyUsage(
+                [ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+            .add_extension(x509.SubjectAlternativeName(alt_names),
+                           critical=False)
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(
+                key.public_key()), critical=False)
+            .add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(
+                    ca_ski), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    write_key(ca_key, 'ca.key')
+    write_cert(ca, 'ca.pem')
+    write_key(key, 'server.key')
+    write_cert(cert, 'server.pem')
+
+
+def make_tls_files(directory, hosts=TLS_HOSTS, backend=None,
+                   days=TLS_DAYS, timeout_s=DEFAULT_TIMEOUT_S):
+    """Write a throwaway CA (``ca.pem``, ``ca.key``) and a server
+    certificate it signed for ``hosts`` (``server.pem``, ``server.key``:
+    EC P-256, subjectAltName IP or DNS per host, ``days`` valid) into
+    ``directory`` (created if needed); return their ``TLSFiles``.
+
+    ``backend`` is ``'openssl'`` (the command) or ``'cryptography'`` (the
+    package); by default the first of the two found (``tls_backend``).
+    A new directory is made reachable by its owner only; the keys are
+    readable by their owner only.
+    """
+    backend = backend or tls_backend()
+    if backend is None:
+        raise ServerNotFound('the openssl command or the cryptography '
+                             'package, to make TLS certificates')
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    if backend == 'openssl':
+        _tls_files_openssl(directory, list(hosts), days, timeout_s)
+    elif backend == 'cryptography':
+        _tls_files_cryptography(directory, list(hosts), days)
+    else:
+        raise ValueError('unknown TLS backend %r' % backend)
+    for name, mode in (('ca.key', 0o600), ('server.key', 0o600),
+                       ('ca.pem', 0o644), ('server.pem', 0o644)):
+        os.chmod(os.path.join(directory, name), mode)
+    return TLSFiles(*(os.path.join(directory, name)
+                      for name in ('ca.pem', 'server.pem', 'server.key')))
+
+
 # -------------------------------------------------------------- server --
 
 class _Server:
@@ -406,28 +598,56 @@ class RabbitMQServer(_Server):
     and log directories) is private.  The user is created by the
     configuration file, so rabbitmqctl is never needed.  ``url`` is
     ``rabbit://user:password@127.0.0.1:PORT/``.
+
+    ``tls=True`` adds an AMQPS listener on a second free port
+    (``tls_port``; ``tls_url`` is its ``rabbit://`` URL, for clients with
+    ``[oslo_messaging_rabbit] ssl``), with a certificate of a throwaway CA
+    (``tls.ca_file``); client certificates are not asked for.
+    ``tls_only=True`` (implies ``tls``) leaves out the plain listener:
+    ``amqp_port`` is None and ``url`` is ``tls_url``.  ``ctl(*args)``
+    runs ``rabbitmqctl`` against the node.
     """
 
     name = 'rabbitmq'
 
     def __init__(self, timeout_s=DEFAULT_TIMEOUT_S, prefix='scheduler-',
-                 user='scheduler', password='secret'):
+                 user='scheduler', password='secret', tls=False,
+                 tls_only=False):
         super().__init__(timeout_s, prefix)
         self.user = user
         self.password = password
         self.amqp_port = self._epmd_port = None
         self._epmd_cmd = self._server_cmd = self._env = None
+        self.tls_only = tls_only
+        self.want_tls = tls or tls_only
+        self.tls = self.tls_port = self.tls_url = None
+        self._ctl = None
 
     def _prepare(self):
         found = find_rabbitmq()
         if found is None:
             raise ServerNotFound('RabbitMQ (rabbitmq-server, epmd)')
         server, epmd = found
-        amqp_port, dist_port, epmd_port = free_ports(3)
+        amqp_port, dist_port, epmd_port, *tls_port = free_ports(
+            4 if self.want_tls else 3)
+        listeners = 'listeners.tcp.default = 127.0.0.1:%d\n' % amqp_port
+        if self.want_tls:
+            self.tls = make_tls_files(os.path.join(self.tempdir, 'tls'),
+                                      timeout_s=self.timeout_s)
+            if self.tls_only:
+                listeners = 'listeners.tcp = none\n'
+            listeners += (
+                'listeners.ssl.default = 127.0.0.1:%d\n'
+                'ssl_options.cacertfile = %s\n'
+                'ssl_options.certfile = %s\n'
+                'ssl_options.keyfile = %s\n'
+                'ssl_options.verify = verify_none\n'
+                'ssl_options.fail_if_no_peer_cert = false\n'
+                % (tls_port[0], *self.tls))
         config = os.path.join(self.tempdir, 'rabbitmq.conf')
         with open(config, 'w') as stream:
             stream.write(
-                'listeners.tcp.default = 127.0.0.1:%d\n'
+                listeners +
                 'loopback_users = none\n'
                 'default_user = %s\ndefault_pass = %s\n'
                 'default_vhost = /\n'
@@ -436,7 +656,7 @@ class RabbitMQServer(_Server):
                 'default_permissions.write = .*\n'
                 'log.console = true\nlog.console.level = info\n'
                 'log.file = false\n'
-                % (amqp_port, self.user, self.password))
+                % (self.user, self.password))
         self._env = {
             'PATH': os.pathsep.join([os.path.dirname(server),
                                      os.path.dirname(epmd),
@@ -465,12 +685,25 @@ class RabbitMQServer(_Server):
             'RABBITMQ_LOGS': '-',
             'RABBITMQ_PID_FILE': os.path.join(self.tempdir, 'rabbit.pid'),
         }
+        if self.tls_only:
+            # These would add a plain listener (on 5672 without the port).
+            del self._env['RABBITMQ_NODE_IP_ADDRESS']
+            del self._env['RABBITMQ_NODE_PORT']
         # Our own epmd in the foreground, so that we own and stop it; the
         # node registers with it instead of spawning a global daemon.
         self._epmd_cmd = [epmd, '-port', str(epmd_port), '-address',
                           '127.0.0.1']
         self._epmd_port = epmd_port
         self._server_cmd = [server]
+        self._ctl = os.path.join(os.path.dirname(server), 'rabbitmqctl')
+        if self.want_tls:
+            (self.tls_port,) = tls_port
+            self.tls_url = 'rabbit://%s:%s@127.0.0.1:%d/' % (
+                self.user, self.password, self.tls_port)
+        if self.tls_only:
+            self.port = self.tls_port
+            self.url = self.tls_url
+            return
         self.amqp_port = self.port = amqp_port
         self.url = 'rabbit://%s:%s@127.0.0.1:%d/' % (
             self.user, self.password, amqp_port)
@@ -480,28 +713,69 @@ class RabbitMQServer(_Server):
         self.wait_until(lambda: port_open(self._epmd_port), epmd, 'epmd')
         proc = self.spawn(self._server_cmd, self._env)
 
-        def ready():
+        def connect(port, ssl_options=None):
             import amqp
             connection = amqp.Connection(
-                '127.0.0.1:%d' % self.amqp_port, userid=self.user,
-                password=self.password, connect_timeout=2)
+                '127.0.0.1:%d' % port, userid=self.user,
+                password=self.password, connect_timeout=2,
+                ssl=ssl_options or False)
             connection.connect()
             connection.close()
+
+        def ready():
+            if self.amqp_port:
+                connect(self.amqp_port)
+            if self.tls_port:
+                # What oslo.messaging passes with ssl_ca_file (amqp
+                # ignores an SSLContext given as ``ssl``).
+                connect(self.tls_port, {'ca_certs': self.tls.ca_file,
+                                        'cert_reqs': ssl.CERT_REQUIRED,
+                                        'server_hostname': '127.0.0.1'})
             return True
 
         self.wait_until(ready, proc, 'rabbitmq-server')
 
+    def ctl(self, *args, timeout_s=None):
+        """Run ``rabbitmqctl ARGS`` against this (running) node; return
+        its standard output.  ServerError when it fails."""
+        if self._ctl is None:
+            raise ServerError('%s was never started' % self.name)
+        cmd = [self._ctl, '-n', self._env['RABBITMQ_NODENAME']] + list(args)
+        try:
+            done = subprocess.run(
+                cmd, stdin=subprocess.DEVNULL, capture_output=True,
+                env=self._env, cwd=self.tempdir,
+                timeout=timeout_s or self.timeout_s)
+        except subprocess.TimeoutExpired:
+            raise ServerError('rabbitmqctl %s timed out' % args[0]) from None
+        if done.returncode:
+            raise ServerError('rabbitmqctl %s failed with status %d: %s' % (
+                ' '.join(args), done.returncode,
+                (done.stdout + done.stderr).decode('utf-8', 'replace')))
+        return done.stdout.decode('utf-8', 'replace')
+
 
 class PostgreSQLServer(_Server):
     """``initdb`` + ``postgres``; ``url`` is the superuser's URL on the
-    ``postgres`` database."""
+    ``postgres`` database.
+
+    ``tls=True`` runs it with ``ssl = on`` and a server certificate of a
+    throwaway CA (``tls.ca_file``); ``url`` is unchanged (libpq's default
+    ``sslmode=prefer`` uses TLS without checking the certificate).
+    ``tls_only=True`` (implies ``tls``) also refuses TCP clients that do
+    not use TLS (``hostnossl ... reject`` in its own ``pg_hba.conf``).
+    """
 
     name = 'postgresql'
     stop_signal = signal.SIGINT   # "fast" shutdown: clients disconnected
 
-    def __init__(self, timeout_s=DEFAULT_TIMEOUT_S, prefix='scheduler-'):
+    def __init__(self, timeout_s=DEFAULT_TIMEOUT_S, prefix='scheduler-',
+                 tls=False, tls_only=False):
         super().__init__(timeout_s, prefix)
         self._cmd = self._env = self._user = None
+        self.tls_only = tls_only
+        self.want_tls = tls or tls_only
+        self.tls = None
 
     def _prepare(self):
         bindir = find_postgresql()
@@ -516,6 +790,15 @@ class PostgreSQLServer(_Server):
         datadir = os.path.join(self.tempdir, 'data')
         sockdir = os.path.join(self.tempdir, 'sock')
         os.mkdir(sockdir)
+        if self.want_tls:
+            self.tls = make_tls_files(os.path.join(self.tempdir, 'tls'),
+                                      timeout_s=self.timeout_s)
+        hba_file = os.path.join(self.tempdir, 'pg_hba.conf')
+        if self.tls_only:
+            with open(hba_file, 'w') as stream:
+                stream.write('local all all trust\n'
+                             'hostssl all all 127.0.0.1/32 trust\n'
+                             'hostnossl all all all reject\n')
         if self._user:
             _chown_tree(self.tempdir, self._user)
         self._env = {'PATH': bindir + os.pathsep + os.environ.get('PATH', ''),
@@ -531,6 +814,11 @@ class PostgreSQLServer(_Server):
                    'logging_collector': 'off',
                    'log_min_messages': 'warning', 'timezone': 'UTC',
                    'log_timezone': 'UTC'}
+        if self.want_tls:
+            options.update(ssl='on', ssl_cert_file=self.tls.cert_file,
+                           ssl_key_file=self.tls.key_file)
+        if self.tls_only:
+            options['hba_file'] = hba_file
         self._cmd = [os.path.join(bindir, 'postgres'), '-D', datadir]
         for key, value in options.items():
             self._cmd += ['-c', '%s=%s' % (key, value)]
@@ -542,9 +830,11 @@ class PostgreSQLServer(_Server):
 
         def ready():
             import psycopg2
+            tls = {} if self.tls is None else {
+                'sslmode': 'verify-full', 'sslrootcert': self.tls.ca_file}
             psycopg2.connect(host='127.0.0.1', port=self.port,
                              user=POSTGRES_USER, dbname='postgres',
-                             connect_timeout=2).close()
+                             connect_timeout=2, **tls).close()
             return True
 
         self.wait_until(ready, proc, 'postgres')
