@@ -474,10 +474,12 @@ def claim_many(context, wanted, ratios=None, expires_at=None):
     """Claim room for several instances, all or none, in one transaction.
 
     :param wanted: list of ``(compute_node_id, instance_uuid, vcpus,
-        memory_mb, disk_gb)`` (as ``claim``'s arguments), distinct
-        instance uuids; several may name the same node.  They are claimed
-        in node id order, so that concurrent callers lock rows in one
-        order (no deadlock), each as ``claim`` claims one.
+        memory_mb, disk_gb)`` (as ``claim``'s arguments), or of the same
+        with the node's ``host`` last (a caller that knows it saves a
+        read), distinct instance uuids; several may name the same node.
+        They are claimed in node id order, so that concurrent callers
+        lock rows in one order (no deadlock), each as ``claim`` claims
+        one.
     :param ratios: as for ``claim``.
     :param expires_at: as for ``claim``, for every claim.
     :returns: True when every claim was taken; False when one did not fit,
@@ -485,8 +487,10 @@ def claim_many(context, wanted, ratios=None, expires_at=None):
     :raises: as ``claim``.
     """
     ratios = _resolved_ratios(ratios)
+    hosts = {item[0]: item[5] for item in wanted if len(item) > 5}
     wanted = sorted(((node_id, uuid, _amounts(vcpus, memory_mb, disk_gb))
-                     for node_id, uuid, vcpus, memory_mb, disk_gb in wanted),
+                     for node_id, uuid, vcpus, memory_mb, disk_gb, *_
+                     in wanted),
                     key=lambda item: item[0])
     expires_at = expires_at or default_expires_at()
     now = _utcnow()
@@ -494,9 +498,10 @@ def claim_many(context, wanted, ratios=None, expires_at=None):
         with context_manager.writer.using(context) as session:
             if session.get_bind().dialect.name == 'sqlite':
                 session.execute(_statements()['begin_write'])
-            hosts = dict(session.execute(
-                _statements()['hosts'],
-                {'node_ids': sorted({item[0] for item in wanted})}).all())
+            unknown = sorted({item[0] for item in wanted} - hosts.keys())
+            if unknown:
+                hosts.update(session.execute(_statements()['hosts'],
+                                             {'node_ids': unknown}).all())
             for node_id, uuid, amounts in wanted:
                 if not _claim_in(session, node_id, hosts.get(node_id), uuid,
                                  amounts, ratios, expires_at, now):

@@ -169,7 +169,7 @@ class FilterScheduler(base.Scheduler):
         disk_gb = flavor.root_gb + flavor.ephemeral_gb
         if not claims.claim_many(context, [
                 (state.compute_id, uuid, flavor.vcpus, flavor.memory_mb,
-                 disk_gb)
+                 disk_gb, state.host)
                 for state, uuid in zip(selected, uuids, strict=True)]):
             return False
         self.host_manager.keep_consumption(selected)

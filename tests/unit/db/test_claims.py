@@ -540,3 +540,24 @@ def test_claim_and_release_arithmetic(sqlite_ctx, operations):
     assert claims.claims_count(ctx) == len(model.claims)
     assert claims.unbalanced_nodes(ctx) == []
     assert claims.overcommitted_nodes(ctx, _RATIOS) == []
+
+
+def test_claim_many_is_all_or_none_and_records_hosts(ctx):
+    first, second = _node(ctx, 'host1'), _node(ctx, 'host2', memory_mb=1024)
+    kept, also, too_big = _uuid(), _uuid(), _uuid()
+    # The second node has room for one 1 GiB instance: the third claim
+    # fails, and the transaction takes none of them.
+    assert not claims.claim_many(ctx, [
+        (first['id'], kept, 1, 1024, 10), (second['id'], also, 1, 1024, 10),
+        (second['id'], too_big, 1, 1024, 10)], ONE)
+    assert claims.claims_count(ctx) == 0
+    assert _claimed(ctx, first) == _claimed(ctx, second) == (0, 0, 0)
+    # A host given with a claim is recorded as given; one not given is
+    # read from the node.
+    assert claims.claim_many(ctx, [
+        (first['id'], kept, 1, 1024, 10, 'host1'),
+        (second['id'], also, 1, 1024, 10)], ONE)
+    assert {row['instance_uuid']: row['host']
+            for row in claims.get_claims(ctx)} == {kept: 'host1',
+                                                   also: 'host2'}
+    _assert_balanced(ctx)
