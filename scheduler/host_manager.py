@@ -177,8 +177,7 @@ class HostManager:
     # -- instance tracking (reference 3.8) --------------------------------
 
     def _init_instance_info(self, context):
-        hosts = {row['host'] for row in db.compute_node_get_all(context)
-                 if row.get('host')}
+        hosts = db.compute_node_get_hosts(context)
         by_host = db.instance_get_all_by_hosts(context, sorted(hosts))
         with self.lock:
             for host in hosts:
@@ -303,15 +302,13 @@ class HostManager:
         """Nova's per-request read: every node, service and the instances
         of every host not in sync."""
         started = timeutils.utcnow()
-        computes = db.compute_node_get_all(context)
         services = {svc['host']: svc for svc in
                     db.service_get_all_by_binary(context, COMPUTE_BINARY)}
-        self._read_instances(context, {c['host'] for c in computes
-                                       if c['host']})
+        self._read_instances(context, db.compute_node_get_hosts(context))
         states = []
         self._by_id = {}
         self._skipped = {}
-        for compute in computes:
+        for compute in db.compute_node_iter_all(context):
             state = self._refresh_one(compute, services)
             if state is not None:
                 states.append(state)

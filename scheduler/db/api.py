@@ -240,6 +240,32 @@ def _chunks(items, size):
 
 # -------------------------------------------------------- compute nodes --
 
+def compute_node_iter_all(context, batch=IN_CHUNK_SIZE):
+    """Yield every live compute node, as ``compute_node_get_all`` returns
+    them, fetching ``batch`` rows at a time (a server-side cursor where
+    the driver has one) within one read transaction: a 100,000-node read
+    never holds every row at once."""
+    statement = (sa.select(COMPUTE_NODES)
+                 .where(_live(COMPUTE_NODES))
+                 .order_by(COMPUTE_NODES.c.id))
+    with context_manager.reader.using(context) as session:
+        result = session.execute(statement,
+                                 execution_options={'yield_per': batch})
+        keys = tuple(result.keys())
+        for row in result:
+            yield dict(zip(keys, row, strict=True))
+
+
+def compute_node_get_hosts(context):
+    """Return the set of ``host`` values (str) of the live compute
+    nodes."""
+    statement = (sa.select(COMPUTE_NODES.c.host).distinct()
+                 .where(_live(COMPUTE_NODES),
+                        COMPUTE_NODES.c.host.is_not(None)))
+    with context_manager.reader.using(context) as session:
+        return set(session.execute(statement).scalars())
+
+
 def compute_node_get_all(context):
     """Return every live compute node, ordered by id.
 

@@ -585,3 +585,14 @@ def test_reset_without_url_returns_to_conf(sqlite_paths, monkeypatch):
     api.reset_for_tests()
     assert api.configure() is True
     assert api.get_engine().url.database == str(first)
+
+
+def test_compute_node_iter_all_and_hosts(ctx):
+    nodes = _create_nodes(ctx, 5)
+    api.compute_node_delete(ctx, nodes[1]['id'])
+    expected = api.compute_node_get_all(ctx)
+    assert list(api.compute_node_iter_all(ctx, batch=2)) == expected
+    assert [n['id'] for n in expected] == [nodes[i]['id']
+                                           for i in (0, 2, 3, 4)]
+    assert api.compute_node_get_hosts(ctx) == {'host0', 'host2', 'host3',
+                                               'host4'}
