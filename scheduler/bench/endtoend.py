@@ -320,13 +320,8 @@ def _measure(ctx, hosts, seeded, seed_s, settings, transport_url, db_url,
                                     return_alternates=True)
 
         label = '%s %s hosts' % (ENDTOEND, '{:,}'.format(hosts_count))
-        warmup = bench.warmup_requests(settings.warmup)
-        with inprocess.progress_bar(len(warmup), label + ' warm-up',
-                                    settings.progress) as bar:
-            inprocess.time_decisions(
-                decide, warmup,
-                heartbeat, settings.time_budget_s, minimum=1,
-                errors=CALL_ERRORS, progress=bar)
+        inprocess.warm_up(decide, bench, settings, heartbeat, label,
+                          started, errors=CALL_ERRORS)
         warmup_s = time.monotonic() - started
         rows = []
         for instances in settings.instances:

@@ -11,7 +11,8 @@ For each fleet size N, ``run``:
    service (nothing is sent: no notification driver is configured);
 3. warms up with one request of every shape of the mix, then
    ``--warmup`` more (``Workload.warmup_requests``; the first one builds
-   every HostState);
+   every HostState), and more until ``WARMUP_MIN_S`` seconds have passed
+   since the seeding (``warm_up``);
 4. times ``driver.select_destinations(..., return_alternates=True)`` on
    the request mix, once per ``--instances`` value: latency of each
    decision in ms, decisions per second, this process's RSS;
@@ -59,6 +60,9 @@ LOG = logging.getLogger(__name__)
 SHM_DIR = '/dev/shm'
 HEARTBEAT_INTERVAL_S = 10.0
 MIN_REQUESTS = 3
+# A warm-up lasts at least this long after the seeding: longer than the
+# window of a sweep (host_manager.CLOCK_MARGIN + SWEEP_INTERVAL).
+WARMUP_MIN_S = 3.0
 MAX_ERRORS_IN_A_ROW = 5
 # Added to each compute node row a simulated agent writes.
 UPDATE_MEMORY_MB = 512
@@ -230,6 +234,28 @@ def measure_node_update(ctx, decide, requests, node_ids, rounds,
     return result
 
 
+def warm_up(decide, bench, settings, heartbeat, label, since,
+            errors=()):
+    """Decide ``bench.warmup_requests(settings.warmup)``, then more of the
+    warm-up stream until ``WARMUP_MIN_S`` seconds have passed ``since``
+    (monotonic time, right after the fleet was seeded; within the time
+    budget): the scheduler's sweeps then look past the seeding, whose
+    rows they would all compare (``scheduler.host_manager``)."""
+    warmup = bench.warmup_requests(settings.warmup)
+    with progress_bar(len(warmup), label + ' warm-up',
+                      settings.progress) as bar:
+        time_decisions(decide, warmup, heartbeat, settings.time_budget_s,
+                       minimum=1, errors=errors, progress=bar)
+    rounds = 0
+    while time.monotonic() - since < min(WARMUP_MIN_S,
+                                         settings.time_budget_s or
+                                         WARMUP_MIN_S):
+        rounds += 1
+        time_decisions(decide, bench.requests(1, MIN_REQUESTS,
+                                              'warmup-%d' % rounds),
+                       heartbeat, errors=errors)
+
+
 def live_node_ids(hosts, seeded):
     """Compute node ids of the hosts ComputeFilter keeps (ids follow the
     fleet's order)."""
@@ -336,12 +362,7 @@ def run(hosts_count, settings, emit=None):
 
         heartbeat = Heartbeat(ctx)
         label = '%s %s hosts' % (INPROCESS, '{:,}'.format(hosts_count))
-        warmup = bench.warmup_requests(settings.warmup)
-        with progress_bar(len(warmup), label + ' warm-up',
-                          settings.progress) as bar:
-            time_decisions(decide, warmup,
-                           heartbeat, settings.time_budget_s, minimum=1,
-                           progress=bar)
+        warm_up(decide, bench, settings, heartbeat, label, started)
         warmup_s = time.monotonic() - started
         if settings.profile_dir:
             profile_decision(
