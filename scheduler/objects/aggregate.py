@@ -19,7 +19,7 @@ class Aggregate(base.TimestampedObject, base.SchedulerObject):
         'id': fields.IntegerField(),
         'uuid': fields.UUIDField(nullable=False),
         'name': fields.StringField(),
-        'hosts': fields.ListOfStringsField(nullable=True),
+        'hosts': base.ListOfStringsField(nullable=True),
         'metadata': fields.DictOfStringsField(nullable=True),
     })
 

@@ -38,6 +38,30 @@ class SchedulerObject(ovo_base.VersionedObject):
         return default
 
 
+class StrictList(fields.List):
+    """ovo's List, whose ``from_primitive`` also refuses a value that is
+    not a list: ovo iterates whatever it gets, so that ``"host3"`` would
+    be read as ``["h", "o", "s", "t", "3"]`` and a dict as its keys."""
+
+    def from_primitive(self, obj, attr, value):
+        if not isinstance(value, (list, tuple)):
+            raise ValueError('A list is required in field %s, not a %s'
+                             % (attr, type(value).__name__))
+        return super().from_primitive(obj, attr, value)
+
+
+class ListOfStringsField(fields.AutoTypedField):
+    """ovo's ListOfStringsField, on StrictList."""
+
+    AUTO_TYPE = StrictList(fields.String())
+
+
+class DictOfListOfStringsField(fields.AutoTypedField):
+    """ovo's DictOfListOfStringsField, on StrictList."""
+
+    AUTO_TYPE = fields.Dict(StrictList(fields.String()))
+
+
 class TimestampedObject:
     """Mix-in with Nova's ``created_at`` / ``updated_at`` fields."""
 

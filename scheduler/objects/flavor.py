@@ -26,6 +26,6 @@ class Flavor(base.TimestampedObject, base.SchedulerObject):
         'disabled': fields.BooleanField(),
         'is_public': fields.BooleanField(),
         'extra_specs': fields.DictOfStringsField(),
-        'projects': fields.ListOfStringsField(),
+        'projects': base.ListOfStringsField(),
         'description': fields.StringField(nullable=True),
     })

@@ -83,7 +83,7 @@ class ImageMeta(base.TimestampedObject, base.SchedulerObject):
         'virtual_size': fields.IntegerField(),
         'container_format': fields.StringField(),
         'disk_format': fields.StringField(),
-        'tags': fields.ListOfStringsField(),
+        'tags': base.ListOfStringsField(),
         'direct_url': fields.StringField(),
         'min_ram': fields.IntegerField(),
         'min_disk': fields.IntegerField(),

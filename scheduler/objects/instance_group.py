@@ -24,9 +24,9 @@ class InstanceGroup(base.TimestampedObject, base.SchedulerObject):
         'project_id': fields.StringField(nullable=True),
         'uuid': fields.UUIDField(),
         'name': fields.StringField(nullable=True),
-        'policies': fields.ListOfStringsField(nullable=True, default=[]),
-        'members': fields.ListOfStringsField(nullable=True, default=[]),
-        'hosts': fields.ListOfStringsField(nullable=True),
+        'policies': base.ListOfStringsField(nullable=True, default=[]),
+        'members': base.ListOfStringsField(nullable=True, default=[]),
+        'hosts': base.ListOfStringsField(nullable=True),
         'policy': fields.StringField(nullable=True, default=None),
         '_rules': fields.DictOfStringsField(default={}),
     })
