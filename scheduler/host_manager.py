@@ -105,7 +105,7 @@ class HostManager:
         self.host_aggregates_map = collections.defaultdict(set)
         self._instance_info = {}
         self._by_id = {}           # compute_nodes.id -> HostState
-        self._seen = {}            # compute_nodes.id -> (generation, time)
+        self._seen = {}            # compute_nodes.id -> db.row_version
         self._skipped = {}         # compute_nodes.id -> host, no service
         self._reread = set()       # compute_nodes.id to copy again
         self._service_seen = {}    # services.id -> db.row_version
