@@ -275,11 +275,7 @@ def compute_node_get_all(context):
         ``free_disk_gb``/``disk_available_least`` in GiB, JSON columns as
         the stored strings, ``generation`` the write counter.
     """
-    statement = (sa.select(COMPUTE_NODES)
-                 .where(_live(COMPUTE_NODES))
-                 .order_by(COMPUTE_NODES.c.id))
-    with context_manager.reader.using(context) as session:
-        return _rows(session, statement)
+    return list(compute_node_iter_all(context))
 
 
 _CHANGE_TIMESTAMPS = ('updated_at', 'created_at', 'deleted_at')

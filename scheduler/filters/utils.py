@@ -164,24 +164,19 @@ def aggregate_allocation_ratio(host_state, ratio_name):
 _DATA_DESCRIPTORS = (property, types.MemberDescriptorType)
 
 
-# What a class makes of an attribute name (``_attribute_kind``).
-_DATA, _INSTANCE, _OTHER = 'data', 'instance', 'other'
-
-
 @functools.lru_cache(maxsize=1024)
-def _attribute_kind(cls, name):
-    """``_DATA`` when ``name`` is a property or slot of ``cls``,
-    ``_INSTANCE`` when the class does not define it at all (so only an
-    instance attribute can hold it), else ``_OTHER`` (methods, class
-    constants...).  Cached: a memo scope may ask it for every host, and
-    names come from requests, hence the bound."""
+def _is_public_data(cls, name):
+    """Whether ``name`` can only be data on instances of ``cls``: a
+    property or slot of the class, or a name the class does not define at
+    all (an instance attribute, if any; classes with ``__getattr__``
+    excluded).  Methods and class constants are not.  Cached: a memo scope
+    may ask it for every host, and names come from requests, hence the
+    bound."""
     found = inspect.getattr_static(cls, name, _ABSENT)
     if isinstance(found, _DATA_DESCRIPTORS):
-        return _DATA
-    if found is _ABSENT and inspect.getattr_static(
-            cls, '__getattr__', None) is None:
-        return _INSTANCE
-    return _OTHER
+        return True
+    return found is _ABSENT and inspect.getattr_static(
+        cls, '__getattr__', None) is None
 
 
 _ABSENT = object()
@@ -195,8 +190,7 @@ def public_attribute(obj, name, default=None):
     (JsonFilter, ComputeCapabilitiesFilter)."""
     if not isinstance(name, str) or not name or name.startswith('_'):
         return default
-    kind = _attribute_kind(type(obj), name)
-    if kind is _OTHER:
+    if not _is_public_data(type(obj), name):
         return default
     try:
         return getattr(obj, name, default)
