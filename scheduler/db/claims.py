@@ -494,62 +494,65 @@ def claim_many(context, wanted, ratios=None, expires_at=None):
                     key=lambda item: item[0])
     expires_at = expires_at or default_expires_at()
     now = _utcnow()
+    statements = _statements()
     try:
-        with context_manager.writer.using(context) as session:
-            if session.get_bind().dialect.name == 'sqlite':
-                session.execute(_statements()['begin_write'])
+        with context_manager.writer.connection.using(context) as connection:
+            if connection.dialect.name == 'sqlite':
+                connection.execute(statements['begin_write'])
             unknown = sorted({item[0] for item in wanted} - hosts.keys())
             if unknown:
-                hosts.update(session.execute(_statements()['hosts'],
-                                             {'node_ids': unknown}).all())
+                hosts.update(connection.execute(statements['hosts'],
+                                                {'node_ids': unknown}).all())
+            new_rows = []
             for node_id, uuid, amounts in wanted:
-                if not _claim_in(session, node_id, hosts.get(node_id), uuid,
-                                 amounts, ratios, expires_at, now):
+                if not _claim_in(connection, node_id, uuid, amounts, ratios,
+                                 now):
                     raise _NoRoom()
+                new_rows.append(dict(amounts, instance_uuid=uuid,
+                                     compute_node_id=node_id,
+                                     host=hosts.get(node_id),
+                                     expires_at=expires_at, created_at=now))
+            # One statement for every claim row (an executemany).
+            connection.execute(statements['insert'], [
+                {'new_' + name: value for name, value in row.items()}
+                for row in new_rows])
     except _NoRoom:
         return False
     return True
 
 
-def _claim_in(session, compute_node_id, host, instance_uuid, amounts,
-              ratios, expires_at, now):
-    """One claim of ``claim_many`` in its transaction; False when it does
-    not fit (the caller rolls back).
+def _claim_in(connection, compute_node_id, instance_uuid, amounts, ratios,
+              now):
+    """Take one claim of ``claim_many`` off its node, in its transaction,
+    replacing the instance's old claim row if it has one; the caller
+    inserts the new claim row.  False when it does not fit (the caller
+    rolls back).
 
     The usual instance has no claim yet: one conditional UPDATE that also
-    checks that, then the INSERT.  Only when it did not match is the
-    instance's claim read, to replace it (a re-schedule) or to conclude
-    that there is no room.
+    checks that.  Only when it did not match is the instance's claim
+    read, to replace it (a re-schedule) or to conclude that there is no
+    room.
     """
-    statements = _statements()
     no_credit = dict.fromkeys(amounts, 0)
-    if _take(session, compute_node_id, amounts, no_credit, ratios, now,
+    if _take(connection, compute_node_id, amounts, no_credit, ratios, now,
              new_instance=instance_uuid):
-        old = None
-    else:
-        found = _rows(session, statements['claim_of'],
-                      {'instance_uuid': instance_uuid})
-        if not found:
-            return False
-        old = found[0]
-        same_node = old['compute_node_id'] == compute_node_id
-        credit = {name: old[name] if same_node else 0 for name in amounts}
-        if not _take(session, compute_node_id, amounts, credit, ratios,
-                     now):
-            return False
-    if old is not None:
-        if not _delete_row(session, old):
-            # Released or replaced since it was read: roll back and
-            # start over with the current claim.
-            raise db_exc.RetryRequest(ClaimChanged(
-                'claim of instance %s changed' % instance_uuid))
-        if not same_node:
-            _subtract(session, [old], now)
-    values = dict(amounts, instance_uuid=instance_uuid,
-                  compute_node_id=compute_node_id, host=host,
-                  expires_at=expires_at, created_at=now)
-    session.execute(statements['insert'],
-                    {'new_' + name: value for name, value in values.items()})
+        return True
+    found = _rows(connection, _statements()['claim_of'],
+                  {'instance_uuid': instance_uuid})
+    if not found:
+        return False
+    old = found[0]
+    same_node = old['compute_node_id'] == compute_node_id
+    credit = {name: old[name] if same_node else 0 for name in amounts}
+    if not _take(connection, compute_node_id, amounts, credit, ratios, now):
+        return False
+    if not _delete_row(connection, old):
+        # Released or replaced since it was read: roll back and start
+        # over with the current claim.
+        raise db_exc.RetryRequest(ClaimChanged(
+            'claim of instance %s changed' % instance_uuid))
+    if not same_node:
+        _subtract(connection, [old], now)
     return True
 
 
