@@ -107,7 +107,11 @@ def fast_form_applies(obj, fast, reference):
     overrides ``host_passes`` of a filter with a ``host_mask`` therefore
     gets its own ``host_passes`` called, never the inherited fast form.
     """
-    cls = type(obj)
+    return _fast_form_applies(type(obj), fast, tuple(reference))
+
+
+@functools.lru_cache(maxsize=None)
+def _fast_form_applies(cls, fast, reference):
     fast_class = _defining_class(cls, fast)
     return all(issubclass(fast_class, _defining_class(cls, name))
                for name in reference)

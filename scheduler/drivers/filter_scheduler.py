@@ -241,17 +241,32 @@ class FilterScheduler(base.Scheduler):
 
     @staticmethod
     def _selections(selected, alternates, max_hosts):
+        """One list of Selection per instance: its chosen host, then the
+        best alternates of the same cell that no instance was given.
+
+        A host in several lists (an alternate of every instance, or
+        chosen for several) is one Selection object in all of them:
+        Selections are values, built once per host (building one is most
+        of this method's cost), and the RPC layer serialises each list
+        in full."""
+        made = {}
+
+        def selection(state):
+            key = (state.host, state.nodename)
+            if key not in made:
+                made[key] = selection_obj.Selection.from_host_state(state)
+            return made[key]
+
         chosen_keys = {(s.host, s.nodename) for s in selected}
         result = []
         for state in selected:
-            picks = [selection_obj.Selection.from_host_state(state)]
+            picks = [selection(state)]
             for alt in alternates:
                 if len(picks) >= max_hosts:
                     break
                 if (alt.cell_uuid == state.cell_uuid and
                         (alt.host, alt.nodename) not in chosen_keys):
-                    picks.append(selection_obj.Selection.from_host_state(
-                        alt))
+                    picks.append(selection(alt))
             result.append(picks)
         return result
 
