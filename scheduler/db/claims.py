@@ -117,6 +117,7 @@ Datetimes are naive UTC, as everywhere in ``scheduler.db``.
 """
 
 import collections
+import contextlib
 import datetime
 import functools
 
@@ -424,8 +425,37 @@ def _release_rows(session, rows, now):
 
 # --------------------------------------------------------------- claims --
 
-class _NoRoom(Exception):
-    """A claim of ``claim_many`` did not fit: roll the transaction back."""
+@contextlib.contextmanager
+def decision_transaction(context):
+    """The transaction of one scheduling decision: its refresh reads and
+    its claims (``claim_many_in``) in one writer transaction, which saves
+    a server database the round trips of a second one (connection
+    check, BEGIN, end: about 0.5 ms of a decision on PostgreSQL).
+
+    Yields the ``Connection`` of a writer transaction on ``context``
+    (the reads made on ``context`` inside join it; it commits at the
+    end and rolls back on an exception), or None on SQLite, where the
+    reads and the claims keep their own transactions: a SQLite
+    transaction that reads first cannot always become a writer, and
+    taking the write lock first would hold it during the whole decision.
+    """
+    if api.get_engine().dialect.name == 'sqlite':
+        yield None
+        return
+    with context_manager.writer.connection.using(context) as connection:
+        yield connection
+
+
+class NoRoom(Exception):
+    """A claim of ``claim_many_in`` did not fit: the caller rolls its
+    transaction back."""
+
+
+# What ``claim_many_in`` raises when another transaction got in the way
+# (took the room, changed or inserted the instance's claim, or
+# deadlocked with it): roll back, read again and claim again.
+RACE_ERRORS = (NoRoom, db_exc.RetryRequest, db_exc.DBDeadlock,
+               db_exc.DBDuplicateEntry, db_exc.DBConsistencyError)
 
 
 def claim(context, compute_node_id, instance_uuid, vcpus, memory_mb,
@@ -486,6 +516,27 @@ def claim_many(context, wanted, ratios=None, expires_at=None):
         in which case nothing changed.
     :raises: as ``claim``.
     """
+    try:
+        with context_manager.writer.connection.using(context) as connection:
+            claim_many_in(connection, wanted, ratios, expires_at)
+    except NoRoom:
+        return False
+    return True
+
+
+def claim_many_in(connection, wanted, ratios=None, expires_at=None):
+    """``claim_many`` in the caller's writer transaction on ``connection``
+    (a SQLAlchemy Connection), for a caller that reads in the same
+    transaction first (``scheduler.drivers.filter_scheduler``).
+
+    :raises NoRoom: a claim did not fit; the claims before it are written
+        in the transaction, which the caller must roll back.
+    :raises oslo_db.exception.RetryRequest: the instance's old claim
+        changed under this call; roll back and claim again.
+    :raises oslo_db.exception.DBDeadlock: and the other database errors,
+        unchanged (no retry: the transaction is the caller's).
+    :raises scheduler.exception.Invalid: as ``claim``.
+    """
     ratios = _resolved_ratios(ratios)
     hosts = {item[0]: item[5] for item in wanted if len(item) > 5}
     wanted = sorted(((node_id, uuid, _amounts(vcpus, memory_mb, disk_gb))
@@ -495,30 +546,24 @@ def claim_many(context, wanted, ratios=None, expires_at=None):
     expires_at = expires_at or default_expires_at()
     now = _utcnow()
     statements = _statements()
-    try:
-        with context_manager.writer.connection.using(context) as connection:
-            if connection.dialect.name == 'sqlite':
-                connection.execute(statements['begin_write'])
-            unknown = sorted({item[0] for item in wanted} - hosts.keys())
-            if unknown:
-                hosts.update(connection.execute(statements['hosts'],
-                                                {'node_ids': unknown}).all())
-            new_rows = []
-            for node_id, uuid, amounts in wanted:
-                if not _claim_in(connection, node_id, uuid, amounts, ratios,
-                                 now):
-                    raise _NoRoom()
-                new_rows.append(dict(amounts, instance_uuid=uuid,
-                                     compute_node_id=node_id,
-                                     host=hosts.get(node_id),
-                                     expires_at=expires_at, created_at=now))
-            # One statement for every claim row (an executemany).
-            connection.execute(statements['insert'], [
-                {'new_' + name: value for name, value in row.items()}
-                for row in new_rows])
-    except _NoRoom:
-        return False
-    return True
+    if connection.dialect.name == 'sqlite':
+        connection.execute(statements['begin_write'])
+    unknown = sorted({item[0] for item in wanted} - hosts.keys())
+    if unknown:
+        hosts.update(connection.execute(statements['hosts'],
+                                        {'node_ids': unknown}).all())
+    new_rows = []
+    for node_id, uuid, amounts in wanted:
+        if not _claim_in(connection, node_id, uuid, amounts, ratios, now):
+            raise NoRoom()
+        new_rows.append(dict(amounts, instance_uuid=uuid,
+                             compute_node_id=node_id,
+                             host=hosts.get(node_id),
+                             expires_at=expires_at, created_at=now))
+    # One statement for every claim row (an executemany).
+    connection.execute(statements['insert'], [
+        {'new_' + name: value for name, value in row.items()}
+        for row in new_rows])
 
 
 def _claim_in(connection, compute_node_id, instance_uuid, amounts, ratios,

@@ -27,8 +27,10 @@ With ``[scheduler] claim_resources`` (the default), the chosen nodes'
 vCPUs, RAM and disk (root + ephemeral, as the consumption) are claimed in
 the database before they are returned (``scheduler.db.claims``): other
 workers and services sharing the database can never together overcommit
-them.  The claims of a request are taken together, all or none, in one
-transaction once every instance has its host.  When one does not fit
+them.  The claims of a request are taken together, all or none, once
+every instance has its host, in the transaction of the decision's reads
+on a server database (``claims.decision_transaction``).  When one does
+not fit
 (another scheduler took the room first), the consumption is forgotten,
 the changed rows are read again, and the request is placed again with a
 claim per instance as each host is chosen: a lost claim then re-reads
@@ -44,6 +46,8 @@ Rows and HostStates: the hosts travel as row arrays of the host manager's
 plug-in contract is used for filters and weighers without one, with the
 same answers (see ``scheduler.filters`` and ``scheduler.weights``).
 """
+
+import contextlib
 
 import numpy as np
 from oslo_log import log as logging
@@ -85,29 +89,31 @@ class FilterScheduler(base.Scheduler):
     def _schedule(self, context, spec_obj, instance_uuids,
                   return_alternates):
         manager = self.host_manager
-        states = manager.get_all_host_states(context)
-        live_migration.check_requested_destination(states, spec_obj)
         num = self.num_instances(spec_obj, instance_uuids)
         uuids = _instance_uuids(spec_obj, instance_uuids, num)
         max_hosts = CONF.scheduler.max_attempts if return_alternates else 1
         claiming = CONF.scheduler.claim_resources and not _forced(spec_obj)
         group = spec_obj.get('instance_group')
         group_hosts = group.host_list() if group is not None else None
-        placed = self._place(context, spec_obj, uuids, return_alternates,
-                             claim_each=False)
-        if claiming and not self._claim_all(context, spec_obj, placed[0],
-                                            uuids):
+        try:
+            placed = self._place_and_claim(context, spec_obj, uuids,
+                                           return_alternates, claiming)
+        except _LostRace as lost:
             LOG.info('Another scheduler claimed the room on one of %s '
                      'first; placing the request again, one claim per '
                      'instance', ', '.join(
-                         '%s:%s' % (s.host, s.nodename) for s in placed[0]))
-            manager.forget_consumption(placed[0])
+                         '%s:%s' % (s.host, s.nodename)
+                         for s in lost.selected))
+            manager.forget_consumption(lost.selected)
             if group is not None:
                 group.hosts = group_hosts
                 group.obj_reset_changes(['hosts'])
             manager.get_all_host_states(context)
             placed = self._place(context, spec_obj, uuids,
                                  return_alternates, claim_each=True)
+        else:
+            if claiming:
+                manager.keep_consumption(placed[0])
         selected, rows, limit_filters = placed
         # Enough hosts for every list, even if all chosen ones come first.
         alternates = manager.table.states_at(rows[:max_hosts + num])
@@ -115,6 +121,31 @@ class FilterScheduler(base.Scheduler):
             for host_filter in limit_filters:
                 host_filter.apply_limits(state, spec_obj)
         return self._selections(selected, alternates, max_hosts)
+
+    def _place_and_claim(self, context, spec_obj, uuids, return_alternates,
+                         claiming):
+        """Refresh the hosts, place every instance (``_place``) and, when
+        ``claiming``, claim the chosen nodes all together, in one
+        transaction (``claims.decision_transaction``).  Returns what
+        ``_place`` returns; raises _LostRace (with the consumption still
+        held) when another scheduler took room first, everything the
+        transaction wrote then being rolled back."""
+        transaction = (claims.decision_transaction(context) if claiming
+                       else contextlib.nullcontext())
+        selected = []
+        try:
+            with transaction as connection:
+                states = self.host_manager.get_all_host_states(context)
+                live_migration.check_requested_destination(states, spec_obj)
+                placed = self._place(context, spec_obj, uuids,
+                                     return_alternates, claim_each=False)
+                selected = placed[0]
+                if claiming:
+                    self._claim_all(context, connection, spec_obj,
+                                    selected, uuids)
+        except claims.RACE_ERRORS as exc:
+            raise _LostRace(selected) from exc
+        return placed
 
     def _place(self, context, spec_obj, uuids, return_alternates,
                claim_each):
@@ -161,19 +192,22 @@ class FilterScheduler(base.Scheduler):
                                          limit=needed)
         return selected, rows, limit_filters
 
-    def _claim_all(self, context, spec_obj, selected, uuids):
-        """Claim the request's chosen nodes, all or none
-        (``claims.claim_many``): the usual case, one transaction per
-        request.  False when another scheduler took room first."""
+    @staticmethod
+    def _claim_all(context, connection, spec_obj, selected, uuids):
+        """Claim the request's chosen nodes, all or none: in the decision's
+        transaction on ``connection`` (``claims.claim_many_in``), or
+        without one in a transaction of their own (``claims.claim_many``).
+        Raises one of ``claims.RACE_ERRORS`` when another scheduler took
+        room first."""
         flavor = spec_obj.flavor
         disk_gb = flavor.root_gb + flavor.ephemeral_gb
-        if not claims.claim_many(context, [
-                (state.compute_id, uuid, flavor.vcpus, flavor.memory_mb,
-                 disk_gb, state.host)
-                for state, uuid in zip(selected, uuids, strict=True)]):
-            return False
-        self.host_manager.keep_consumption(selected)
-        return True
+        wanted = [(state.compute_id, uuid, flavor.vcpus, flavor.memory_mb,
+                   disk_gb, state.host)
+                  for state, uuid in zip(selected, uuids, strict=True)]
+        if connection is not None:
+            claims.claim_many_in(connection, wanted)
+        elif not claims.claim_many(context, wanted):
+            raise claims.NoRoom()
 
     def _claim_first(self, context, spec_obj, rows, instance_uuid):
         """Claim the first host of ``rows``; on a lost race, drop it and
@@ -269,6 +303,15 @@ class FilterScheduler(base.Scheduler):
                     picks.append(selection(alt))
             result.append(picks)
         return result
+
+
+class _LostRace(Exception):
+    """The claims of a request lost a race: ``selected`` are the
+    HostStates whose consumption is to be forgotten."""
+
+    def __init__(self, selected):
+        super().__init__()
+        self.selected = selected
 
 
 def _instance_uuids(spec_obj, instance_uuids, num):

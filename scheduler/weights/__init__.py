@@ -23,10 +23,11 @@ Weighing follows Nova since Victoria (reference 5.1):
 
 With a single host no weigher runs and its weight stays 0.0 (Nova).
 
-Over a ``HostTable``, a weigher whose multiplier is 0 for every host is
-not run: it would add 0 times a value in [0, 1] to every weight (Nova's
-defaults set two such multipliers: ``num_instances_weight_multiplier``
-and ``image_props_weight_multiplier``).
+Over a ``HostTable``, the raw values of a weigher whose multiplier is 0
+for every host are not normalised nor added: that would add 0 times a
+value in [0, 1] to every weight (Nova's defaults set two such
+multipliers: ``num_instances_weight_multiplier`` and
+``image_props_weight_multiplier``).
 
 Over a ``HostTable`` (``get_weighed_rows``) the same five steps run as
 NumPy expressions, giving bit-for-bit the same weights and order.  Raw
@@ -173,9 +174,11 @@ class HostWeightHandler:
             return rows, total
         for weigher in weighers:
             multipliers = _multipliers(weigher, table, rows)
+            # Computed even when unused: a weigher may raise (Nova's
+            # MetricsWeigher does when a required metric is missing).
+            raw = _raw_weights(weigher, table, rows, weight_properties)
             if np.ndim(multipliers) == 0 and multipliers == 0.0:
                 continue   # adds 0 x (a value in [0, 1]) to every host
-            raw = _raw_weights(weigher, table, rows, weight_properties)
             if weigher.minval is not None:
                 raw = np.maximum(raw, weigher.minval)
             if weigher.maxval is not None:
