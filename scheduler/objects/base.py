@@ -25,6 +25,11 @@ class SchedulerObjectRegistry(ovo_base.VersionedObjectRegistry):
 register = SchedulerObjectRegistry.register
 
 
+# Where oslo.versionedobjects stores a set field's value (its getter and
+# setter use ``'_obj_' + name``).
+_SET_VALUE_PREFIX = '_obj_'
+
+
 class SchedulerObject(ovo_base.VersionedObject):
     """Base of every object: Nova's serial and project namespaces."""
 
@@ -32,7 +37,18 @@ class SchedulerObject(ovo_base.VersionedObject):
     OBJ_PROJECT_NAMESPACE = 'nova'
 
     def obj_get(self, name, default=None):
-        """The field's value, or ``default`` when it is not set."""
+        """The field's value, or ``default`` when it is not set; raises
+        AttributeError for a name that is not a field (as
+        ``obj_attr_is_set``).
+
+        Filters and weighers call this for every request field they read,
+        so a field goes straight to where oslo.versionedobjects keeps a
+        set value (its ``_obj_<name>`` attribute, which its getter
+        returns) instead of through ``obj_attr_is_set``, which lists the
+        fields on every call.
+        """
+        if name in self.fields:
+            return getattr(self, _SET_VALUE_PREFIX + name, default)
         if self.obj_attr_is_set(name):
             return getattr(self, name)
         return default
