@@ -377,11 +377,9 @@ def _deltas(deltas):
     return {'delta_' + name: deltas.get(name, 0) for name in _BY_NAME}
 
 
-def _take(session, compute_node_id, amounts, credit, ratios, now,
-          new_instance=None):
-    """The conditional UPDATE of a claim; True when the row matched.  With
-    ``new_instance`` (a uuid), it matches only while that instance has no
-    claim (``credit`` must then be zero)."""
+def _take_params(compute_node_id, amounts, credit, ratios, now,
+                 new_instance=None):
+    """The bound parameters of the ``take`` / ``take_new`` UPDATE."""
     params = {'default_' + name: value for name, value in ratios.items()}
     params.update(node_id=compute_node_id, now=now,
                   instance_uuid=new_instance)
@@ -390,8 +388,30 @@ def _take(session, compute_node_id, amounts, credit, ratios, now,
     params.update(('credit_' + name, value) for name, value in credit.items())
     params.update(_deltas({name: amounts[name] - credit[name]
                            for name in amounts}))
+    return params
+
+
+def _take(session, compute_node_id, amounts, credit, ratios, now,
+          new_instance=None):
+    """The conditional UPDATE of a claim; True when the row matched.  With
+    ``new_instance`` (a uuid), it matches only while that instance has no
+    claim (``credit`` must then be zero)."""
+    params = _take_params(compute_node_id, amounts, credit, ratios, now,
+                          new_instance)
     statement = _statements()['take_new' if new_instance else 'take']
     return session.execute(statement, params).rowcount == 1
+
+
+def _take_all_new(connection, wanted, ratios, now):
+    """``take_new`` for every ``(node_id, uuid, amounts)`` of ``wanted``
+    in one executemany (same statements, same order); True when each
+    matched its row.  Only where the driver sums an executemany's row
+    counts (``supports_sane_multi_rowcount``: SQLite, MySQL)."""
+    no_credit = dict.fromkeys(_BY_NAME, 0)
+    params = [_take_params(node_id, amounts, no_credit, ratios, now, uuid)
+              for node_id, uuid, amounts in wanted]
+    result = connection.execute(_statements()['take_new'], params)
+    return result.rowcount == len(wanted)
 
 
 def _subtract(session, rows, now):
@@ -517,17 +537,39 @@ def claim_many(context, wanted, ratios=None, expires_at=None):
     :raises: as ``claim``.
     """
     try:
+        return _claim_many_once(context, wanted, ratios, expires_at,
+                                batch=True)
+    except _NotAllNew:
+        # A re-schedule or a lost race among them: claim one at a time.
+        return _claim_many_once(context, wanted, ratios, expires_at,
+                                batch=False)
+
+
+def _claim_many_once(context, wanted, ratios, expires_at, batch):
+    try:
         with context_manager.writer.connection.using(context) as connection:
-            claim_many_in(connection, wanted, ratios, expires_at)
+            claim_many_in(connection, wanted, ratios, expires_at,
+                          batch=batch)
     except NoRoom:
         return False
     return True
 
 
-def claim_many_in(connection, wanted, ratios=None, expires_at=None):
+class _NotAllNew(Exception):
+    """A batch of ``take_new`` did not match every row: roll back and
+    claim one at a time."""
+
+
+def claim_many_in(connection, wanted, ratios=None, expires_at=None,
+                  batch=False):
     """``claim_many`` in the caller's writer transaction on ``connection``
     (a SQLAlchemy Connection), for a caller that reads in the same
     transaction first (``scheduler.drivers.filter_scheduler``).
+
+    With ``batch``, where the database driver sums an executemany's row
+    counts, the conditional UPDATEs of several instances without a claim
+    (the usual request) go in one executemany; raises _NotAllNew when
+    one did not match (the caller rolls back and claims without it).
 
     :raises NoRoom: a claim did not fit; the claims before it are written
         in the transaction, which the caller must roll back.
@@ -552,10 +594,17 @@ def claim_many_in(connection, wanted, ratios=None, expires_at=None):
     if unknown:
         hosts.update(connection.execute(statements['hosts'],
                                         {'node_ids': unknown}).all())
+    if (batch and len(wanted) > 1 and
+            connection.dialect.supports_sane_multi_rowcount):
+        if not _take_all_new(connection, wanted, ratios, now):
+            raise _NotAllNew()
+    else:
+        for node_id, uuid, amounts in wanted:
+            if not _claim_in(connection, node_id, uuid, amounts, ratios,
+                             now):
+                raise NoRoom()
     new_rows = []
     for node_id, uuid, amounts in wanted:
-        if not _claim_in(connection, node_id, uuid, amounts, ratios, now):
-            raise NoRoom()
         new_rows.append(dict(amounts, instance_uuid=uuid,
                              compute_node_id=node_id,
                              host=hosts.get(node_id),

@@ -542,6 +542,48 @@ def test_claim_and_release_arithmetic(sqlite_ctx, operations):
     assert claims.overcommitted_nodes(ctx, _RATIOS) == []
 
 
+def test_claim_many_batches_new_instances(ctx, db_engine):
+    """Three new instances: one executemany of the conditional UPDATE
+    where the driver sums its row counts, else one UPDATE each; one
+    executemany of the claim rows."""
+    node = _node(ctx)
+    updates = []
+
+    def count(conn, cursor, statement, parameters, context, executemany):
+        if statement.lstrip().upper().startswith('UPDATE'):
+            updates.append(len(parameters) if executemany else 1)
+
+    sa.event.listen(db_engine, 'before_cursor_execute', count)
+    try:
+        assert claims.claim_many(ctx, [(node['id'], _uuid(), 1, 1024, 10)
+                                       for _ in range(3)], ONE)
+    finally:
+        sa.event.remove(db_engine, 'before_cursor_execute', count)
+    if db_engine.dialect.supports_sane_multi_rowcount:
+        assert updates == [3]
+    else:
+        assert updates == [1, 1, 1]
+    assert _claimed(ctx, node) == (3, 3072, 30)
+    _assert_balanced(ctx)
+
+
+def test_claim_many_replaces_a_claim_among_new_ones(ctx):
+    """A request whose instances are new but one, claimed before on
+    another node (a re-schedule): the batch of conditional UPDATEs does
+    not match that one, and the request is claimed one instance at a
+    time instead, the old claim moving."""
+    first, second = _node(ctx, 'host1'), _node(ctx, 'host2')
+    moved, new = _uuid(), _uuid()
+    assert _claim(ctx, first, moved, memory_mb=2048)
+    assert claims.claim_many(ctx, [(second['id'], moved, 1, 1024, 10),
+                                   (second['id'], new, 1, 1024, 10)], ONE)
+    assert _claimed(ctx, first) == (0, 0, 0)
+    assert _claimed(ctx, second) == (2, 2048, 20)
+    assert {row['instance_uuid'] for row in claims.get_claims(ctx)} == {
+        moved, new}
+    _assert_balanced(ctx)
+
+
 def test_claim_many_is_all_or_none_and_records_hosts(ctx):
     first, second = _node(ctx, 'host1'), _node(ctx, 'host2', memory_mb=1024)
     kept, also, too_big = _uuid(), _uuid(), _uuid()
