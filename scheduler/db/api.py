@@ -14,9 +14,10 @@ The engine is configured from ``[database]`` of ``CONF`` when first used
 (or explicitly with ``configure``); ``reset_for_tests`` points the module
 at another database.  On a ``sqlite:///file`` URL, connections are kept
 in a pool, as SQLAlchemy 2 does by default (oslo.db opens a new one per
-transaction, which costs more than a decision's queries:
-``_pool_sqlite_connections``); the threads of a process share the file
-through it, one connection each at a time.  Foreign keys are not
+transaction, which costs more than a decision's queries), and the file
+uses SQLite's write-ahead log (``_pool_sqlite_connections``); the
+threads of a process share the file through the pool, one connection
+each at a time.  Foreign keys are not
 enforced on SQLite; writers delete child rows first, so they hold on
 PostgreSQL and MySQL too.  oslo.db's ``thread_checkin`` (a yield to other
 green threads on every connection check-in) is off: the service runs on
@@ -110,13 +111,22 @@ def configure(conf=None):
 
 
 def _pool_sqlite_connections(engine):
-    """enginefacade ``on_engine_create`` hook: give a SQLite file engine the
-    connection pool SQLAlchemy 2 gives it by default (a ``QueuePool``,
-    connections shared by threads one at a time), in place of oslo.db's
-    ``NullPool``, which connects for every transaction (about 0.4 ms each,
-    the schema being parsed again).  The pool keeps oslo.db's connection
-    event listeners (``_dispatch``, as ``Pool.recreate`` does).  Other
-    engines are left alone."""
+    """enginefacade ``on_engine_create`` hook for a SQLite file engine
+    (other engines are left alone).
+
+    * It gets the connection pool SQLAlchemy 2 gives it by default (a
+      ``QueuePool``, connections shared by threads one at a time), in
+      place of oslo.db's ``NullPool``, which connects for every
+      transaction (about 0.4 ms each, the schema being parsed again).
+      The pool keeps oslo.db's connection event listeners (``_dispatch``,
+      as ``Pool.recreate`` does).
+    * Its connections use SQLite's write-ahead log (``journal_mode =
+      WAL``, kept by the file): readers and the writer no longer block
+      each other, and a commit appends to the log instead of writing a
+      rollback journal (a one-claim transaction 0.44 -> 0.27 ms, a
+      decision's reads 0.27 -> 0.23 ms, at 1,000 nodes).  The log needs
+      the file on a local file system, as SQLite's locks do anyway.
+    """
     old = engine.pool
     if engine.dialect.name != 'sqlite' or type(old) is not sa.pool.NullPool:
         return
@@ -124,6 +134,17 @@ def _pool_sqlite_connections(engine):
         old._creator, pool_size=SQLITE_POOL_SIZE, max_overflow=-1,
         reset_on_return=old._reset_on_return, echo=old.echo,
         _dispatch=old.dispatch, dialect=old._dialect)
+    sa.event.listen(engine, 'connect', _write_ahead_log)
+
+
+def _write_ahead_log(dbapi_connection, connection_record):
+    """``connect`` listener: switch a new SQLite connection's database to
+    the write-ahead log (a no-op once it is)."""
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute('PRAGMA journal_mode = WAL')
+    finally:
+        cursor.close()
 
 
 context_manager.append_on_engine_create(_pool_sqlite_connections)
