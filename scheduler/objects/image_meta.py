@@ -46,8 +46,9 @@ class ImageMetaProps(base.SchedulerObject):
 
     def set_properties(self):
         """A dict of the properties that are set, name -> value."""
-        return {name: getattr(self, name) for name in self.fields
-                if self.obj_attr_is_set(name)}
+        unset = object()
+        found = ((name, self.obj_get(name, unset)) for name in self.fields)
+        return {name: value for name, value in found if value is not unset}
 
     @classmethod
     def from_dict(cls, image_props):
