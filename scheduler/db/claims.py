@@ -97,18 +97,27 @@ claim.
 Transactions and errors
 =======================
 
-Every function runs in its own oslo.db enginefacade transaction on the
-``context_manager`` of ``scheduler.db.api``; call them outside of an
-enclosing writer transaction, since a claim protects nothing until it is
-committed.  A claim's transaction on SQLite first runs a statement that
-writes nothing but makes it a writer (``begin_write``: a SQLite
-transaction that starts with a read cannot always become a writer while
-another writes), then reads the instance's current claim, and checks by row
-counts that what it read still holds when it replaces it, starting over
-when it does not.  A release looks its claim rows up in a short
-transaction of its own (on the writer engine, never a lagging replica)
-and deletes them by id in the next one.  Deadlocks, MariaDB's "record
-has changed since last read" and such restarts are retried
+Every function but ``claim_many_in`` runs in its own oslo.db
+enginefacade transaction on the ``context_manager`` of
+``scheduler.db.api``; call them outside of an enclosing writer
+transaction, since a claim protects nothing until it is committed.
+``claim_many_in`` claims in its caller's transaction instead: the filter
+scheduler's decision on a server database reads the changed rows and
+claims in one (``decision_transaction``), and rolls it all back when a
+claim loses a race (``RACE_ERRORS``).  A claim's transaction on SQLite
+first runs a statement that writes nothing but makes it a writer
+(``begin_write``: a SQLite transaction that starts with a read cannot
+always become a writer while another writes).  An instance without a
+claim (the usual case) costs one conditional UPDATE, which also checks
+that it has none; several such instances of a request go in one
+executemany where the database driver sums its row counts.  Only when
+that does not match is the instance's current claim read, and the row
+counts check that what was read still holds when it is replaced,
+starting over when it does not.  The claim rows of a request are
+inserted in one executemany.  A release looks its claim rows up in a
+short transaction of its own (on the writer engine, never a lagging
+replica) and deletes them by id in the next one.  Deadlocks, MariaDB's
+"record has changed since last read" and such restarts are retried
 (``oslo_db.api.wrap_db_retry``, up to ``MAX_RETRIES`` times with a short
 jittered back-off); other database errors (``DBConnectionError``,
 ``DBError``) propagate unchanged for the caller to map.
