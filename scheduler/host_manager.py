@@ -551,12 +551,21 @@ class HostManager:
         return self.filter_handler.get_filtered_rows(
             self.enabled_filters, table, rows, spec_obj, index)
 
-    def get_weighed_rows(self, rows, spec_obj, limit=None):
+    def get_weighed_rows(self, rows, spec_obj, limit=None,
+                         multipliers=None):
         """``(rows, weights)`` sorted best first, over ``self.table``; with
-        ``limit``, only the best (see ``get_weighed_rows`` of
+        ``limit``, only the best; ``multipliers`` from
+        ``weight_multipliers`` (see ``get_weighed_rows`` of
         ``scheduler.weights.HostWeightHandler``)."""
         return self.weight_handler.get_weighed_rows(
-            self.weighers, self.table, rows, spec_obj, limit)
+            self.weighers, self.table, rows, spec_obj, limit, multipliers)
+
+    def weight_multipliers(self):
+        """The weighers' multipliers over ``self.table``, for the
+        weighings of one request (aggregates do not change while it holds
+        ``lock``)."""
+        return self.weight_handler.table_multipliers(self.weighers,
+                                                     self.table)
 
 
 def _needs_prefilter(table, spec_obj):

@@ -167,10 +167,11 @@ class FilterScheduler(base.Scheduler):
         # random pick's subset and the alternates.
         needed = max(max_hosts, CONF.filter_scheduler.host_subset_size) + num
         realternate = return_alternates and num > 1
+        multipliers = manager.weight_multipliers()
         for index in range(num):
             final = index == num - 1 and not realternate
             rows = self._get_sorted_rows(spec_obj, rows, index,
-                                         limit_filters,
+                                         limit_filters, multipliers,
                                          limit=needed if final else None)
             if claim_each:
                 rows = self._claim_first(context, spec_obj, rows,
@@ -188,8 +189,8 @@ class FilterScheduler(base.Scheduler):
                           uuids[:len(selected)] if claim_each else [])
         if realternate:
             rows = self._get_sorted_rows(spec_obj, rows, num - 1,
-                                         limit_filters, pick=False,
-                                         limit=needed)
+                                         limit_filters, multipliers,
+                                         pick=False, limit=needed)
         return selected, rows, limit_filters
 
     @staticmethod
@@ -236,18 +237,20 @@ class FilterScheduler(base.Scheduler):
         raise exception.NoValidHost(reason=NOT_ENOUGH_HOSTS)
 
     def _get_sorted_rows(self, spec_obj, rows, index, limit_filters,
-                         pick=True, limit=None):
+                         multipliers, pick=True, limit=None):
         """Filter and weigh the table ``rows``; with ``pick``, the random
         choice among the best ``host_subset_size`` comes first.  Filters
         that ran in vectorised form are added to ``limit_filters``.  With
         ``limit``, only the best rows are sorted and returned (enough for
-        a last sort: the full order only matters as the next input)."""
+        a last sort: the full order only matters as the next input).
+        ``multipliers``: the request's ``weight_multipliers``."""
         manager = self.host_manager
         rows, ran = manager.get_filtered_rows(rows, spec_obj, index)
         limit_filters.extend(f for f in ran if f not in limit_filters)
         if not len(rows):
             return rows
-        rows, weights = manager.get_weighed_rows(rows, spec_obj, limit)
+        rows, weights = manager.get_weighed_rows(rows, spec_obj, limit,
+                                                 multipliers)
         if CONF.filter_scheduler.shuffle_best_same_weighed_hosts:
             rows = self._shuffle_best(rows, weights)
         if not pick:

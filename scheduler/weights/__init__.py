@@ -160,7 +160,7 @@ class HostWeightHandler:
 
 
     def get_weighed_rows(self, weighers, table, rows, weight_properties,
-                         limit=None):
+                         limit=None, multipliers=None):
         """``get_weighed_objects`` over a HostTable.
 
         ``rows``: intp array of the candidate rows, in order.  Returns
@@ -168,24 +168,36 @@ class HostWeightHandler:
         ``sorted``) and their float64 total weights.  With ``limit``, only
         the best rows: every row weighing at least the ``limit``-th best
         weight (ties included), which is a prefix of the full order.
+        ``multipliers``: ``table_multipliers(weighers, table)``, for a
+        caller weighing the same table several times (the instances of a
+        request) while no aggregate changes.
         """
         total = np.zeros(len(rows))
         if len(rows) <= 1:
             return rows, total
-        for weigher in weighers:
-            multipliers = _multipliers(weigher, table, rows)
+        if multipliers is None:
+            multipliers = self.table_multipliers(weighers, table)
+        for weigher, known in zip(weighers, multipliers, strict=True):
+            factors = _multipliers(weigher, table, rows, known)
             # Computed even when unused: a weigher may raise (Nova's
             # MetricsWeigher does when a required metric is missing).
             raw = _raw_weights(weigher, table, rows, weight_properties)
-            if np.ndim(multipliers) == 0 and multipliers == 0.0:
+            if np.ndim(factors) == 0 and factors == 0.0:
                 continue   # adds 0 x (a value in [0, 1]) to every host
             if weigher.minval is not None:
                 raw = np.maximum(raw, weigher.minval)
             if weigher.maxval is not None:
                 raw = np.minimum(raw, weigher.maxval)
-            total += multipliers * _normalize_array(
+            total += factors * _normalize_array(
                 raw, weigher.minval, weigher.maxval)
         return _sorted_best_first(rows, total, limit)
+
+
+    @staticmethod
+    def table_multipliers(weighers, table):
+        """The multipliers of each weigher over all the rows of ``table``
+        (``_table_multipliers``), in the order of ``weighers``."""
+        return [_table_multipliers(weigher, table) for weigher in weighers]
 
 
 def _sorted_best_first(rows, total, limit):
@@ -226,21 +238,28 @@ def _raw_weights(weigher, table, rows, weight_properties):
                       dtype=np.float64)
 
 
-def _multipliers(weigher, table, rows):
-    """The multiplier of each row (or one for all): computed once per
-    distinct aggregate metadata and kept until aggregates change
-    (``HostTable.per_table``), unless a plug-in overrides
-    ``weight_multiplier`` (which may then read anything, so it is called
-    for each host)."""
+def _table_multipliers(weigher, table):
+    """The multiplier of each row of ``table`` (or one for all): computed
+    once per distinct aggregate metadata and kept until aggregates change
+    (``HostTable.per_table``); None when a plug-in overrides
+    ``weight_multiplier``, which may then read anything (it is called
+    for each host weighed, see ``_multipliers``)."""
     if not loadables.fast_form_applies(weigher, 'multiplier_key',
                                        ('weight_multiplier',)):
+        return None
+    return table.per_table(
+        weigher, ('multiplier', weigher.multiplier_key()),
+        weigher.weight_multiplier, dtype=np.float64)
+
+
+def _multipliers(weigher, table, rows, known):
+    """The multiplier of each of ``rows`` (or one for all), from the
+    weigher's ``_table_multipliers`` value ``known``."""
+    if known is None:
         return np.fromiter((weigher.weight_multiplier(state)
                             for state in table.states_at(rows)),
                            dtype=np.float64, count=len(rows))
-    multipliers = table.per_table(
-        weigher, ('multiplier', weigher.multiplier_key()),
-        weigher.weight_multiplier, dtype=np.float64)
-    return multipliers if np.ndim(multipliers) == 0 else multipliers[rows]
+    return known if np.ndim(known) == 0 else known[rows]
 
 
 def _normalize_array(weights, minval=None, maxval=None):
