@@ -349,10 +349,6 @@ def _changes_statements(dialect):
     }
 
 
-def _dialect(connection):
-    return connection.dialect.name
-
-
 # The columns telling whether a row changed (``row_version``).
 VERSION_COLUMNS = {
     'compute_nodes': ('generation', 'updated_at', 'created_at', 'deleted'),
@@ -397,7 +393,7 @@ def get_changes_since(context, since, binary='nova-compute'):
     """
     params = {'since': since, 'binary': binary}
     with context_manager.reader.connection.using(context) as connection:
-        statements = _changes_statements(_dialect(connection))
+        statements = _changes_statements(connection.dialect.name)
         return _changes(
             _rows(connection, statements['compute_nodes'], params),
             _rows(connection, statements['services'], params),
@@ -409,7 +405,7 @@ def get_instance_changes_since(context, since):
     params = {'since': since}
     with context_manager.reader.connection.using(context) as connection:
         return _rows(connection, _changes_statements(
-            _dialect(connection))['instances'], params)
+            connection.dialect.name)['instances'], params)
 
 
 @functools.cache
@@ -437,7 +433,7 @@ def get_change_versions_since(context, since, binary='nova-compute'):
         return {name: {row[0]: tuple(row[1:]) for row in
                        connection.execute(statement, params)}
                 for name, statement in _version_statements(
-                    _dialect(connection)).items()}
+                    connection.dialect.name).items()}
 
 
 def get_rows_by_ids(context, compute_node_ids=(), service_ids=()):

@@ -178,11 +178,14 @@ class ClaimChanged(Exception):
     one instance uuid)."""
 
 
+# Conflicts with a concurrent transaction, retried besides deadlocks and
+# RetryRequest.  DBDuplicateEntry: a concurrent claim for the same
+# instance uuid inserted its row first; the retry replaces it.
+_CONFLICTS = (db_exc.DBDuplicateEntry, db_exc.DBConsistencyError)
+
+
 def _is_retryable(exc):
-    # DBDuplicateEntry: a concurrent claim for the same instance uuid
-    # inserted its row first; the retry replaces it.
-    return isinstance(exc, (db_exc.DBDuplicateEntry,
-                            db_exc.DBConsistencyError))
+    return isinstance(exc, _CONFLICTS)
 
 
 _retry = oslo_db_api.wrap_db_retry(
@@ -483,8 +486,7 @@ class NoRoom(Exception):
 # What ``claim_many_in`` raises when another transaction got in the way
 # (took the room, changed or inserted the instance's claim, or
 # deadlocked with it): roll back, read again and claim again.
-RACE_ERRORS = (NoRoom, db_exc.RetryRequest, db_exc.DBDeadlock,
-               db_exc.DBDuplicateEntry, db_exc.DBConsistencyError)
+RACE_ERRORS = (NoRoom, db_exc.RetryRequest, db_exc.DBDeadlock) + _CONFLICTS
 
 
 def claim(context, compute_node_id, instance_uuid, vcpus, memory_mb,
@@ -612,16 +614,13 @@ def claim_many_in(connection, wanted, ratios=None, expires_at=None,
             if not _claim_in(connection, node_id, uuid, amounts, ratios,
                              now):
                 raise NoRoom()
-    new_rows = []
-    for node_id, uuid, amounts in wanted:
-        new_rows.append(dict(amounts, instance_uuid=uuid,
-                             compute_node_id=node_id,
-                             host=hosts.get(node_id),
-                             expires_at=expires_at, created_at=now))
     # One statement for every claim row (an executemany).
     connection.execute(statements['insert'], [
-        {'new_' + name: value for name, value in row.items()}
-        for row in new_rows])
+        {'new_' + name: value for name, value in dict(
+            amounts, instance_uuid=uuid, compute_node_id=node_id,
+            host=hosts.get(node_id), expires_at=expires_at,
+            created_at=now).items()}
+        for node_id, uuid, amounts in wanted])
 
 
 def _claim_in(connection, compute_node_id, instance_uuid, amounts, ratios,
