@@ -10,9 +10,9 @@ request that fails writes nothing.
 import uuid
 
 import pytest
+import seed
 import sqlalchemy as sa
 
-import seed
 from scheduler import context as scheduler_context
 from scheduler import exception
 from scheduler.db import api as db
