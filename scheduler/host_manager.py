@@ -56,6 +56,7 @@ from scheduler import moves
 from scheduler import weights
 from scheduler.conf import CONF
 from scheduler.db import api as db
+from scheduler.filters import claim_capacity
 from scheduler.host_state import HostState
 from scheduler.host_table import HostTable
 from scheduler.objects import aggregate as aggregate_obj
@@ -94,6 +95,10 @@ class HostManager:
         self.enabled_filters = filters.load_filters(
             CONF.filter_scheduler.available_filters,
             _enabled_filter_names())
+        # What runs: the claims' own check first when nodes are claimed.
+        self.filters = list(self.enabled_filters)
+        if CONF.scheduler.claim_resources:
+            self.filters.insert(0, claim_capacity.ClaimCapacityFilter())
         self.weight_handler = weights.HostWeightHandler()
         self.weighers = weights.load_weighers(
             CONF.filter_scheduler.weight_classes)
@@ -519,7 +524,9 @@ class HostManager:
     # -- filtering and weighing (reference 3.6) ---------------------------
 
     def get_filtered_hosts(self, hosts, spec_obj, index=0):
-        """Hosts that pass the pre-filters and the enabled filters.
+        """Hosts that pass the pre-filters, the claims' capacity check
+        (``ClaimCapacityFilter``, with ``[scheduler] claim_resources``)
+        and the enabled filters.
 
         Forced hosts or nodes skip the filters (unless the request is a
         rebuild check); an ignored, forced-away or non-requested host is
@@ -530,7 +537,7 @@ class HostManager:
         if forced or not hosts:
             return hosts
         return self.filter_handler.get_filtered_objects(
-            self.enabled_filters, hosts, spec_obj, index)
+            self.filters, hosts, spec_obj, index)
 
     def get_weighed_hosts(self, hosts, spec_obj):
         """WeighedHost list, best first (see ``scheduler.weights``)."""
@@ -549,7 +556,7 @@ class HostManager:
             if forced or not hosts:
                 return rows, []
         return self.filter_handler.get_filtered_rows(
-            self.enabled_filters, table, rows, spec_obj, index)
+            self.filters, table, rows, spec_obj, index)
 
     def get_weighed_rows(self, rows, spec_obj, limit=None,
                          multipliers=None):

@@ -15,7 +15,11 @@ compute node reports again.
 The resources copied from a row are what the compute node reports minus
 what schedulers have claimed on it and not yet seen reported
 (``claimed_vcpus``, ``claimed_memory_mb``, ``claimed_disk_gb``; see
-``scheduler.db.claims``).
+``scheduler.db.claims``).  Besides Nova's fields, ``memory_mb_used``
+(MiB) and ``local_gb_used`` (GiB) count what the claims count: the
+node's reported use, its open claims and this view's consumption, so
+that a candidate can be checked by the claims' own rule
+(``scheduler.resources.capacity``).
 """
 
 import functools
@@ -29,6 +33,7 @@ from oslo_utils import timeutils
 
 from scheduler import numa
 from scheduler.conf import CONF
+from scheduler.resources import capacity
 
 LOG = logging.getLogger(__name__)
 
@@ -92,6 +97,7 @@ class HostState:
         'host', 'nodename', 'cell_uuid', 'uuid', 'compute_id', 'generation',
         '_lock', 'total_usable_ram_mb', 'free_ram_mb',
         'total_usable_disk_gb', 'disk_mb_used', 'free_disk_mb',
+        'memory_mb_used', 'local_gb_used',
         'vcpus_total', 'vcpus_used', 'numa_topology', 'pci_stats',
         'num_instances', 'num_io_ops', 'failed_builds', 'stats', 'host_ip',
         'hypervisor_type', 'hypervisor_version', 'hypervisor_hostname',
@@ -114,6 +120,8 @@ class HostState:
         self.total_usable_disk_gb = 0
         self.disk_mb_used = 0
         self.free_disk_mb = 0
+        self.memory_mb_used = 0
+        self.local_gb_used = 0
         self.vcpus_total = 0
         self.vcpus_used = 0
         self.numa_topology = None
@@ -177,12 +185,15 @@ class HostState:
 
     def _copy_resources(self, compute):
         claimed_disk_gb = compute.get('claimed_disk_gb') or 0
+        claimed_memory_mb = compute.get('claimed_memory_mb') or 0
         self.total_usable_ram_mb = compute['memory_mb']
-        self.free_ram_mb = ((compute['free_ram_mb'] or 0) -
-                            (compute.get('claimed_memory_mb') or 0))
+        self.free_ram_mb = (compute['free_ram_mb'] or 0) - claimed_memory_mb
+        self.memory_mb_used = ((compute.get('memory_mb_used') or 0) +
+                               claimed_memory_mb)
         self.total_usable_disk_gb = compute['local_gb']
-        self.disk_mb_used = ((compute.get('local_gb_used') or 0) +
-                             claimed_disk_gb) * 1024
+        self.local_gb_used = ((compute.get('local_gb_used') or 0) +
+                              claimed_disk_gb)
+        self.disk_mb_used = self.local_gb_used * 1024
         free_gb = compute['free_disk_gb']
         least = compute.get('disk_available_least')
         if least is not None:
@@ -218,17 +229,21 @@ class HostState:
     def consume_from_request(self, spec_obj):
         """Virtually take the request's resources (Nova 3.3).
 
-        RAM in MiB and root + ephemeral disk are subtracted (not swap, as
-        Nova), vCPUs, instance and I/O counters are incremented, the NUMA
-        cells and PCI pools the request fits are used (never raising), and
-        ``updated`` is set to now so the next refresh keeps the
-        consumption until the compute node reports.
+        RAM in MiB and local root + ephemeral disk are subtracted (not
+        swap, as Nova; nor the root disk of a boot from volume), vCPUs,
+        instance and I/O counters are incremented, the NUMA cells and PCI
+        pools the request fits are used (never raising), and ``updated``
+        is set to now so the next refresh keeps the consumption until the
+        compute node reports.  ``memory_mb_used`` and ``local_gb_used``
+        grow by what a claim takes (``capacity.claim_amounts``).
         """
         with self._lock:
-            flavor = spec_obj.flavor
-            self.free_ram_mb -= flavor.memory_mb
-            self.free_disk_mb -= (flavor.root_gb + flavor.ephemeral_gb) * 1024
-            self.vcpus_used += flavor.vcpus
+            amounts = capacity.claim_amounts(spec_obj)
+            self.free_ram_mb -= amounts.memory_mb
+            self.memory_mb_used += amounts.memory_mb
+            self.free_disk_mb -= amounts.disk_gb * 1024
+            self.local_gb_used += amounts.disk_gb
+            self.vcpus_used += amounts.vcpus
             self.num_instances += 1
             self.num_io_ops += 1
             numa.consume_numa_and_pci(self, spec_obj)

@@ -71,6 +71,8 @@ RESOURCE_COLUMNS = {
     'total_usable_ram_mb': (np.float64, lambda s: s.total_usable_ram_mb),
     'free_disk_mb': (np.float64, lambda s: s.free_disk_mb),
     'total_usable_disk_gb': (np.float64, lambda s: s.total_usable_disk_gb),
+    'memory_mb_used': (np.float64, lambda s: s.memory_mb_used),
+    'local_gb_used': (np.float64, lambda s: s.local_gb_used),
     'vcpus_total': (np.float64, lambda s: s.vcpus_total),
     'vcpus_used': (np.float64, lambda s: s.vcpus_used),
     'num_instances': (np.float64, lambda s: s.num_instances),

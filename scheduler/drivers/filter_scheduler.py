@@ -24,22 +24,25 @@ in all.  Decisions of one process are serialised by the host manager's
 lock, so concurrent requests never consume the same capacity twice here.
 
 With ``[scheduler] claim_resources`` (the default), the chosen nodes'
-vCPUs, RAM and disk (root + ephemeral, as the consumption) are claimed in
-the database before they are returned (``scheduler.db.claims``): other
-workers and services sharing the database can never together overcommit
-them.  The claims of a request are taken together, all or none, once
-every instance has its host, in the transaction of the decision's reads
-on a server database (``claims.decision_transaction``).  When one does
-not fit
-(another scheduler took the room first), the consumption is forgotten,
-the changed rows are read again, and the request is placed again with a
-claim per instance as each host is chosen: a lost claim then re-reads
-that node at the next refresh and moves on to the next host of the
-sorted list, the lost race logged at INFO; a request that fails releases
-the claims it took.  Alternates are not claimed (Nova's conductor claims
-them itself when it retries), nor are forced hosts or nodes: they skip
-the filters, capacity included, as an operator's override (Nova before
-Placement).
+vCPUs, RAM and local disk (root + ephemeral, as the consumption) are
+claimed in the database before they are returned (``scheduler.db.claims``):
+other workers and services sharing the database can never together
+overcommit them.  The host manager runs the claims' own check first
+(``ClaimCapacityFilter``), so a host the claim would refuse is never
+ranked, whatever filters are enabled.  The claims of a request are taken
+together, all or none, once every instance has its host, in the
+transaction of the decision's reads on a server database
+(``claims.decision_transaction``).  When one does not fit (a node
+changed since the view read it: another scheduler's claim, or a usage
+report), the consumption is forgotten, the changed rows are read again,
+and the request is placed again with a claim per instance as each host is
+chosen: a refused claim is explained from the node's row as it is now
+(a race at INFO; a refusal the view did not foresee at WARNING), that
+node is re-read at the next refresh, and the next host of the whole
+ranked list is tried; a request that fails releases the claims it took.
+Alternates are not claimed (Nova's conductor claims them itself when it
+retries), nor are forced hosts or nodes: they skip the filters, capacity
+included, as an operator's override (Nova before Placement).
 
 Rows and HostStates: the hosts travel as row arrays of the host manager's
 ``HostTable``, filtered and weighed in vectorised form; the per-host
@@ -57,9 +60,12 @@ from scheduler import exception
 from scheduler import live_migration
 from scheduler import notifications
 from scheduler.conf import CONF
+from scheduler.db import api as db
 from scheduler.db import claims
 from scheduler.drivers import base
+from scheduler.host_state import HostState
 from scheduler.objects import selection as selection_obj
+from scheduler.resources import capacity
 
 LOG = logging.getLogger(__name__)
 
@@ -99,9 +105,10 @@ class FilterScheduler(base.Scheduler):
             placed = self._place_and_claim(context, spec_obj, uuids,
                                            return_alternates, claiming)
         except _LostRace as lost:
-            LOG.info('Another scheduler claimed the room on one of %s '
-                     'first; placing the request again, one claim per '
-                     'instance', ', '.join(
+            LOG.info('The claims of the request did not fit on %s: a '
+                     'node changed since this view read it (another '
+                     'scheduler\'s claim or a usage report); placing the '
+                     'request again, one claim per instance', ', '.join(
                          '%s:%s' % (s.host, s.nodename)
                          for s in lost.selected))
             manager.forget_consumption(lost.selected)
@@ -170,9 +177,11 @@ class FilterScheduler(base.Scheduler):
         multipliers = manager.weight_multipliers()
         for index in range(num):
             final = index == num - 1 and not realternate
+            # Claiming one by one walks the whole ranked list if need be.
+            limited = final and not claim_each
             rows = self._get_sorted_rows(spec_obj, rows, index,
                                          limit_filters, multipliers,
-                                         limit=needed if final else None)
+                                         limit=needed if limited else None)
             if claim_each:
                 rows = self._claim_first(context, spec_obj, rows,
                                          uuids[index])
@@ -200,10 +209,8 @@ class FilterScheduler(base.Scheduler):
         without one in a transaction of their own (``claims.claim_many``).
         Raises one of ``claims.RACE_ERRORS`` when another scheduler took
         room first."""
-        flavor = spec_obj.flavor
-        disk_gb = flavor.root_gb + flavor.ephemeral_gb
-        wanted = [(state.compute_id, uuid, flavor.vcpus, flavor.memory_mb,
-                   disk_gb, state.host)
+        amounts = capacity.claim_amounts(spec_obj)
+        wanted = [(state.compute_id, uuid, *amounts, state.host)
                   for state, uuid in zip(selected, uuids, strict=True)]
         if connection is not None:
             claims.claim_many_in(connection, wanted)
@@ -211,19 +218,18 @@ class FilterScheduler(base.Scheduler):
             raise claims.NoRoom()
 
     def _claim_first(self, context, spec_obj, rows, instance_uuid):
-        """Claim the first host of ``rows``; on a lost race, drop it and
-        try the next.  Returns ``rows`` from the claimed host on (empty
-        when none could be claimed)."""
-        flavor = spec_obj.flavor
+        """Claim the first host of ``rows``; when the claim is refused,
+        say why (``_refusal``), drop the host and try the next.  Returns
+        ``rows`` from the claimed host on (empty when none could be
+        claimed)."""
+        amounts = capacity.claim_amounts(spec_obj)
         table = self.host_manager.table
         while len(rows):
             state = table.states[rows[0]]
             if claims.claim(context, state.compute_id, instance_uuid,
-                            flavor.vcpus, flavor.memory_mb,
-                            flavor.root_gb + flavor.ephemeral_gb):
+                            *amounts):
                 return rows
-            LOG.info('Another scheduler claimed the room on %s:%s first; '
-                     'trying the next host', state.host, state.nodename)
+            _log_refusal(context, state, amounts)
             self.host_manager.forget_consumption([state])
             rows = rows[1:]
         return rows
@@ -315,6 +321,39 @@ class _LostRace(Exception):
     def __init__(self, selected):
         super().__init__()
         self.selected = selected
+
+
+def _log_refusal(context, state, amounts):
+    """Log why the claim of ``amounts`` on ``state``'s node was refused,
+    from the node's row as it is now: a race (the row's use differs from
+    what this view holds: another scheduler's claim or a usage report
+    came in between; INFO), or a claim refused although this view agreed
+    with the database (WARNING: the candidate check and the claim
+    disagree, which should never happen)."""
+    try:
+        row = db.compute_node_get(context, state.compute_id)
+    except exception.NotFound:
+        LOG.info('Compute node %s:%s is gone; trying the next host',
+                 state.host, state.nodename)
+        return
+    now = HostState(state.host, state.nodename)
+    now.update(compute=row)
+    lacking = '; '.join(
+        '%s: %s free of %s x %s, %s asked' % (name, free, total, ratio,
+                                             asked)
+        for name, free, asked, total, ratio in capacity.shortfalls(
+            lambda name: getattr(now, name), amounts)) or 'nothing now'
+    held = [getattr(state, resource.used) for resource in capacity.CLAIMED]
+    read = [getattr(now, resource.used) for resource in capacity.CLAIMED]
+    if held != read:
+        LOG.info('The claim on %s:%s was refused: it changed since this '
+                 'view read it (another scheduler\'s claim or a usage '
+                 'report); it lacks %s; trying the next host',
+                 state.host, state.nodename, lacking)
+    else:
+        LOG.warning('The claim on %s:%s was refused although this view '
+                    'agrees with the database; it lacks %s; trying the '
+                    'next host', state.host, state.nodename, lacking)
 
 
 def _instance_uuids(spec_obj, instance_uuids, num):
