@@ -220,6 +220,14 @@ filter_scheduler_opts = [
     cfg.FloatOpt('num_instances_weight_multiplier', default=0.0,
                  help='NumInstancesWeigher multiplier.  0 disables it; '
                       'negative spreads instances, positive packs them.'),
+    cfg.FloatOpt('best_fit_weight_multiplier', default=0.0,
+                 help='BestFitWeigher multiplier (ours, not in Nova).  0 '
+                      'disables it; positive prefers the host whose '
+                      'tightest resource (vCPU, RAM or local disk, as the '
+                      'claims count them) is left smallest by the '
+                      'request: best-fit packing, see '
+                      '``etc/scheduler/packing.conf``.  Negative prefers '
+                      'the loosest fit.'),
     cfg.FloatOpt('image_props_weight_multiplier', default=0.0,
                  help='ImagePropertiesWeigher multiplier.  0 disables it.'),
     cfg.ListOpt('image_props_weight_setting', default=[],

@@ -1,0 +1,60 @@
+"""BestFitWeigher: prefer the host the request fills most tightly (ours;
+Nova has no such weigher).
+
+Nova's RAM, CPU and disk weighers each look at one resource, and a
+negative multiplier stacks by that resource only: a host can be full in
+vCPUs and empty in RAM.  Best fit looks at every resource the claims
+count and ranks by the tightest one, as bin packers do for vectors.
+"""
+
+import numpy as np
+
+from scheduler import weights
+from scheduler.filters import utils
+from scheduler.resources import capacity
+
+
+class BestFitWeigher(weights.BaseHostWeigher):
+    """Raw weight: minus the leftover of the host's tightest resource.
+
+    For each resource the claims count (vCPUs, RAM in MiB, local disk in
+    GiB; a resource whose total is 0 is skipped), the leftover after one
+    instance of the request is ``(total * ratio - used - requested) /
+    (total * ratio)``: the share of the node's capacity still free.  The
+    raw weight is minus the smallest of them, so the host the request
+    leaves with the least room in its scarcest resource weighs most.  The
+    multiplier is ``[filter_scheduler] best_fit_weight_multiplier`` (0.0:
+    off; positive packs), overridable per aggregate with the key of the
+    same name.
+    """
+
+    multiplier_option = 'best_fit_weight_multiplier'
+
+    def _weigh_object(self, host_state, weight_properties):
+        def get(name):
+            if name.endswith('_allocation_ratio'):
+                return utils.host_allocation_ratio(host_state, name)
+            return getattr(host_state, name)
+        return float(_tightest_leftover(get, weight_properties)[0])
+
+    def weigh_rows(self, table, rows, weight_properties):
+        columns = table.columns
+        return _tightest_leftover(lambda name: columns[name][rows],
+                                  weight_properties)
+
+
+def _tightest_leftover(get, spec_obj):
+    """Minus the smallest leftover share over the claimed resources, as a
+    float array (of one value for a HostState's scalars); 0 for a host
+    whose totals are all 0."""
+    amounts = capacity.claim_amounts(spec_obj)
+    tightest = None
+    for resource in capacity.CLAIMED:
+        limit = np.atleast_1d(np.asarray(
+            get(resource.total) * get(resource.ratio), dtype=np.float64))
+        left = limit - get(resource.used) - getattr(amounts, resource.name)
+        share = np.divide(left, limit, out=np.full(limit.shape, np.inf),
+                          where=limit > 0)
+        tightest = share if tightest is None else np.minimum(tightest, share)
+    tightest[np.isinf(tightest)] = 0.0
+    return -tightest
