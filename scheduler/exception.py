@@ -1,11 +1,27 @@
 """Exceptions raised by the scheduler, with Nova's names and messages.
 
-Every exception carries a message a caller can act on.  Over RPC the
-caller receives them as remote errors: ``SchedulerAPI`` re-raises them as
-the same classes (``scheduler.exception`` is in its allowed remote
-modules); other callers see ``RemoteError`` with the class name and
-message.  Messages follow ``nova/exception.py`` (reference section 7.2).
+Every exception carries a message a caller can act on.  Messages follow
+``nova/exception.py`` (reference section 7.2).
+
+Over RPC, oslo.messaging sends a failure as the module and name of the
+exception's class, its arguments and keyword arguments; the caller
+rebuilds it only when that module is in its ``allowed_remote_exmods``
+(Nova's: ``nova.exception``), else it gets a ``RemoteError`` naming the
+class.  So the errors Nova's conductor catches travel under Nova's
+names: ``as_nova(exc)`` (the manager calls it for every error leaving an
+endpoint towards a Nova caller) gives ``exc`` the class
+``nova.exception.<name>`` of ``NOVA_NAMES``, a subclass of its own class
+made here without importing Nova.  A Nova caller then catches
+``nova.exception.NoValidHost`` and the others; errors Nova has no class
+for (``InvalidRequestSpec``, ``ObjectVersionNotSupported``,
+``DatabaseUnavailable``...) keep the module ``scheduler.exception`` and
+reach Nova as a ``RemoteError`` naming them.
+``SchedulerAPI`` understands both forms: ``scheduler.exception`` is in
+its allowed modules, and ``from_remote_error`` turns a RemoteError
+carrying one of Nova's names back into our class.
 """
+
+NOVA_MODULE = 'nova.exception'
 
 
 class SchedulerException(Exception):
@@ -66,6 +82,28 @@ class InvalidObjectPrimitive(Invalid):
     msg_fmt = 'Cannot read a versioned object from the message: %(reason)s'
 
 
+class ObjectVersionNotSupported(InvalidObjectPrimitive):
+    """An object (possibly nested) of a version this service cannot read:
+    a newer minor version than ours, or another major version.  Nova
+    never backports objects for a scheduler, so the caller is newer than
+    Nova 34.0.0, whose versions we read.  ``objname``, ``objver`` (the
+    version received) and ``supported`` (ours) are strings."""
+
+    msg_fmt = ('Cannot read a versioned object from the message: '
+               '%(objname)s version %(objver)s is not supported; this '
+               'scheduler reads %(objname)s up to version %(supported)s.')
+
+
+class PlacementRequired(NoValidHost):
+    """The request asks for resources or traits only Placement tracks
+    (``resources:VGPU=1``, ``trait:X=required``, port or accelerator
+    request groups...): this scheduler has no Placement and refuses it
+    rather than pick a host that may lack them.  ``reason`` names what
+    was asked for.  A NoValidHost, as Nova's scheduler raises when
+    Placement has no candidate; it reaches Nova as
+    ``nova.exception.NoValidHost``."""
+
+
 class InvalidCastArguments(Invalid):
     """A cast whose arguments do not have the documented shape."""
 
@@ -117,3 +155,62 @@ class DatabaseUnavailable(SchedulerException):
 
     msg_fmt = 'The scheduler database is unavailable: %(reason)s'
     code = 503
+
+
+# Our class -> the class of ``nova.exception`` a Nova caller catches for
+# it (all in Nova 34.0.0 and since Ocata, but
+# SelectionObjectsWithOldRPCVersionNotSupported: since Queens; an older
+# Nova gets a RemoteError naming it).  ``Invalid``'s message is Nova's
+# InvalidInput's.  Only these classes, not their subclasses, travel under
+# Nova's names.  The first class of a name is the one
+# ``from_remote_error`` rebuilds.
+NOVA_NAMES = {
+    NoValidHost: 'NoValidHost',
+    MaxRetriesExceeded: 'MaxRetriesExceeded',
+    ComputeHostNotFound: 'ComputeHostNotFound',
+    UnsupportedPolicyException: 'UnsupportedPolicyException',
+    MigrationPreCheckError: 'MigrationPreCheckError',
+    SelectionObjectsWithOldRPCVersionNotSupported:
+        'SelectionObjectsWithOldRPCVersionNotSupported',
+    ComputeHostMetricNotFound: 'ComputeHostMetricNotFound',
+    SchedulerHostFilterNotFound: 'SchedulerHostFilterNotFound',
+    ClassNotFound: 'ClassNotFound',
+    Invalid: 'InvalidInput',
+    NotFound: 'NotFound',
+    PlacementRequired: 'NoValidHost',
+}
+
+
+def _nova_twin(cls, name):
+    """A subclass of ``cls`` that oslo.messaging names
+    ``nova.exception.<name>``."""
+    return type(name, (cls,), {
+        '__module__': NOVA_MODULE, '__qualname__': name,
+        '__doc__': '%s, sent as %s.%s.' % (cls.__name__, NOVA_MODULE, name)})
+
+
+_TWINS = {cls: _nova_twin(cls, name) for cls, name in NOVA_NAMES.items()}
+_FROM_NOVA = {}
+for _cls, _name in NOVA_NAMES.items():
+    _FROM_NOVA.setdefault(_name, _cls)
+
+
+def as_nova(exc):
+    """Give ``exc`` the class ``nova.exception.<name>`` when its class is
+    in NOVA_NAMES (in place: message, arguments and traceback are kept,
+    and it is still an instance of its class); return ``exc``."""
+    twin = _TWINS.get(type(exc))
+    if twin is not None:
+        exc.__class__ = twin
+    return exc
+
+
+def from_remote_error(error):
+    """Our exception for an oslo.messaging ``RemoteError`` whose
+    ``exc_type`` is one of Nova's names in NOVA_NAMES (message: the remote
+    one, ``value``), else ``error`` itself.  (Read by attribute, so that
+    this module does not import oslo.messaging.)"""
+    cls = _FROM_NOVA.get(getattr(error, 'exc_type', None))
+    if cls is None:
+        return error
+    return cls(message=getattr(error, 'value', None))

@@ -5,6 +5,24 @@ to the driver's host manager (casts), as Nova's manager does (reference
 1.3).  A malformed ``select_destinations`` is answered with
 InvalidRequestSpec; a malformed cast is logged and dropped.  Neither
 changes any state, and the server keeps serving.
+
+For a Nova caller (Newton to 34.0.0):
+
+* errors leave a call under Nova's names (``exception.as_nova``): Nova's
+  conductor catches ``nova.exception.NoValidHost`` and the others (our
+  own clients, which say so in their context, and in-process calls get
+  ``scheduler.exception`` classes: ``rpc.nova_caller``);
+* a request for what only Placement tracks (``resources:VGPU=1``,
+  ``trait:X=required``, port or accelerator request groups, root traits:
+  ``RequestSpec.placement_only_requests``) is refused with
+  ``PlacementRequired``, a NoValidHost naming what was asked: this
+  service has no Placement, and a host picked without it may lack them.
+  NoValidHost is what Nova's scheduler raises when Placement has no
+  candidate, and what every Nova caller handles (a build puts the
+  instance in ERROR with the reason as its fault; resize, live migration,
+  unshelve and evacuate give up and say why);
+* replies are written in the object versions the caller reads
+  (``selection.reply_manifest`` of the RequestSpec version it sent).
 """
 
 import functools
@@ -17,11 +35,14 @@ from sqlalchemy import exc as sa_exc
 
 from scheduler import drivers
 from scheduler import exception
+from scheduler import rpc
 from scheduler.conf import CONF
 from scheduler.db import claims
 from scheduler.objects import aggregate as aggregate_obj
+from scheduler.objects import base as objects_base
 from scheduler.objects import instance as instance_obj
 from scheduler.objects import request_spec as request_spec_obj
+from scheduler.objects import selection as selection_obj
 
 LOG = logging.getLogger(__name__)
 
@@ -42,6 +63,22 @@ def _cast_handler(func):
     return wrapper
 
 
+def _nova_errors(func):
+    """Errors of ours leave the endpoint under Nova's names
+    (``exception.as_nova``) when the caller is Nova (``rpc.nova_caller``),
+    so that it can catch them; a client of ours, or an in-process call,
+    gets them as they are."""
+    @functools.wraps(func)
+    def wrapper(self, ctxt, *args, **kwargs):
+        try:
+            return func(self, ctxt, *args, **kwargs)
+        except exception.SchedulerException as exc:
+            if rpc.nova_caller(ctxt):
+                exception.as_nova(exc)
+            raise
+    return wrapper
+
+
 def _require(condition, method, reason):
     if not condition:
         raise exception.InvalidCastArguments(method=method, reason=reason)
@@ -51,6 +88,16 @@ def _is_uuid_list(values, limit=request_spec_obj.MAX_INSTANCES_PER_REQUEST):
     return (isinstance(values, list) and len(values) <= limit and
             all(isinstance(v, str) and uuidutils.is_uuid_like(v)
                 for v in values))
+
+
+def _refuse_placement_only(spec_obj):
+    """Raise PlacementRequired when ``spec_obj`` asks for what only
+    Placement can check."""
+    needs = spec_obj.placement_only_requests()
+    if needs:
+        raise exception.PlacementRequired(
+            reason='This scheduler has no Placement service and cannot '
+                   'check what the request asks for: %s.' % '; '.join(needs))
 
 
 class SchedulerManager:
@@ -71,6 +118,7 @@ class SchedulerManager:
                                    exception.Invalid,
                                    exception.DatabaseUnavailable,
                                    exception.ComputeHostNotFound)
+    @_nova_errors
     def select_destinations(self, ctxt, request_spec=None,
                             filter_properties=None, spec_obj=_SENTINEL,
                             instance_uuids=None, return_objects=False,
@@ -82,17 +130,29 @@ class SchedulerManager:
         Returns a list of ``{'host', 'nodename', 'limits'}`` dicts, one per
         instance, or with ``return_objects`` a list of lists of Selection,
         one per instance (chosen host first, then up to ``max_attempts - 1``
-        alternates when ``return_alternates``).  Raises NoValidHost, or
-        InvalidRequestSpec for a malformed request, DatabaseUnavailable when
-        the database cannot be read (nothing is consumed then).
+        alternates when ``return_alternates``), in the object versions the
+        caller reads.  Raises NoValidHost (PlacementRequired when the
+        request needs Placement), or InvalidRequestSpec for a malformed
+        request, DatabaseUnavailable when the database cannot be read
+        (nothing is consumed then); a Nova caller gets them as
+        ``nova.exception`` classes where Nova has one.
         """
         if unknown:
             raise exception.InvalidRequestSpec(
                 reason='unknown arguments: %s' % ', '.join(sorted(unknown)))
+        manifest = selection_obj.reply_manifest()
         if spec_obj is _SENTINEL:
             spec_obj = request_spec_obj.RequestSpec.from_primitives(
                 ctxt, request_spec, filter_properties)
+        elif isinstance(spec_obj, request_spec_obj.RequestSpec):
+            manifest = selection_obj.reply_manifest(spec_obj.VERSION)
         spec_obj = self._checked_spec(spec_obj, instance_uuids)
+        return objects_base.backport(
+            self._select(ctxt, spec_obj, instance_uuids, return_objects,
+                         return_alternates), manifest)
+
+    def _select(self, ctxt, spec_obj, instance_uuids, return_objects,
+                return_alternates):
         return_alternates = bool(return_alternates and return_objects)
         try:
             selections = self.driver.select_destinations(
@@ -120,6 +180,7 @@ class SchedulerManager:
                        % request_spec_obj.MAX_INSTANCES_PER_REQUEST)
         spec_obj.ensure_defaults()
         spec_obj.validate()
+        _refuse_placement_only(spec_obj)
         return spec_obj
 
     # -- casts (fanout) --------------------------------------------------
@@ -200,6 +261,7 @@ class BaseRPCAPI:
 
     @messaging.expose
     @messaging.expected_exceptions(exception.Invalid)
+    @_nova_errors
     def ping(self, ctxt, arg=_SENTINEL, **unknown):
         """Health check: returns ``{'service': 'scheduler', 'arg': arg}``.
 

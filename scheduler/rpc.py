@@ -3,18 +3,32 @@ clients and the notifier.
 
 Nothing here is global: callers keep the objects they build.  The
 serializer turns versioned objects into Nova-style primitives and the
-request context into ``_context_*`` keys.  Exceptions from
-``scheduler.exception`` are re-raised on the caller's side as themselves.
+request context into ``_context_*`` keys.
+
+Exceptions: the service sends its errors under Nova's names
+(``nova.exception.NoValidHost``...: ``exception.as_nova``) to a caller
+that does not say otherwise, which is what Nova's conductor, scheduler
+client and compute services expect.  Our clients (``get_client``) say
+otherwise: their context carries ``CALLER_EXMODS_KEY``, the exception
+modules they rebuild (``ALLOWED_EXMODS``), so the service sends them
+``scheduler.exception`` classes, re-raised on their side as themselves.
+``nova_caller(ctxt)`` tells the endpoint which caller it has; a call made
+in-process (a context that did not come through the serializer) keeps
+our classes too.
 """
 
 import oslo_messaging as messaging
 
 from scheduler import context as scheduler_context
+from scheduler import exception
 from scheduler import objects
 from scheduler.objects import base as objects_base
 
 TOPIC = 'scheduler'
-ALLOWED_EXMODS = ['scheduler.exception']
+ALLOWED_EXMODS = [exception.__name__]
+# The context key in which a client of ours lists the modules it rebuilds
+# exceptions from; absent in Nova's messages.
+CALLER_EXMODS_KEY = 'scheduler_caller_exmods'
 # Nova's exchange, so that Nova's conductor and this service meet.
 CONTROL_EXCHANGE = 'nova'
 
@@ -25,10 +39,16 @@ def set_defaults():
 
 
 class RequestContextSerializer(messaging.Serializer):
-    """Serializes the context as a dict and the entities with ``base``."""
+    """Serializes the context as a dict and the entities with ``base``.
 
-    def __init__(self, base=None):
+    ``caller_exmods`` (a list of module names; clients only) is added to
+    the context dict under CALLER_EXMODS_KEY.  A received context keeps
+    that list as its ``caller_exmods`` attribute (None when absent).
+    """
+
+    def __init__(self, base=None, caller_exmods=None):
         self._base = base or objects_base.ObjectSerializer()
+        self._caller_exmods = caller_exmods
 
     def serialize_entity(self, context, entity):
         return self._base.serialize_entity(context, entity)
@@ -37,10 +57,26 @@ class RequestContextSerializer(messaging.Serializer):
         return self._base.deserialize_entity(context, entity)
 
     def serialize_context(self, context):
-        return context.to_dict()
+        values = context.to_dict()
+        if self._caller_exmods is not None:
+            values[CALLER_EXMODS_KEY] = list(self._caller_exmods)
+        return values
 
     def deserialize_context(self, context):
-        return scheduler_context.RequestContext.from_dict(context)
+        ctxt = scheduler_context.RequestContext.from_dict(context)
+        exmods = context.get(CALLER_EXMODS_KEY)
+        ctxt.caller_exmods = exmods if isinstance(exmods, list) else None
+        return ctxt
+
+
+def nova_caller(ctxt):
+    """Whether ``ctxt`` came with a message from a caller that rebuilds
+    Nova's exceptions, not ours: it went through our serializer (which
+    gives it ``caller_exmods``) without listing ``scheduler.exception``.
+    False for a context made in this process."""
+    if not hasattr(ctxt, 'caller_exmods'):
+        return False
+    return exception.__name__ not in (ctxt.caller_exmods or ())
 
 
 def get_transport(conf, url=None):
@@ -71,9 +107,11 @@ def get_server(transport, target, endpoints):
 
 
 def get_client(transport, target, version_cap=None, timeout=None):
+    """An RPC client whose messages ask for ``scheduler.exception``
+    errors (CALLER_EXMODS_KEY)."""
     return messaging.get_rpc_client(
         transport, target, version_cap=version_cap, timeout=timeout,
-        serializer=RequestContextSerializer())
+        serializer=RequestContextSerializer(caller_exmods=ALLOWED_EXMODS))
 
 
 def get_notifier(transport, host):

@@ -38,6 +38,13 @@ API version history (reference 1.2)::
 ``[upgrade_levels] scheduler`` caps the version sent, by number or by
 release name; ``select_destinations`` steps down to what the cap allows,
 ending with the 4.0 legacy dicts.
+
+Errors come back as our ``scheduler.exception`` classes whichever way
+the service sent them: under our module (older services of ours) or under
+Nova's names (``nova.exception.NoValidHost``..., as this service sends
+them so that Nova's conductor can catch them; ``exception.NOVA_NAMES``),
+which oslo.messaging hands us as a ``RemoteError`` that
+``exception.from_remote_error`` turns back into our class.
 """
 
 import oslo_messaging as messaging
@@ -87,9 +94,9 @@ class SchedulerAPI:
         Returns a list of ``{'host', 'nodename', 'limits'}`` dicts, one per
         instance, or with ``return_objects`` a list of lists of Selection
         (chosen host first, then alternates when ``return_alternates``).
-        Raises NoValidHost, InvalidRequestSpec, or
-        SelectionObjectsWithOldRPCVersionNotSupported when the version cap
-        is below 4.5 and objects were asked for.
+        Raises NoValidHost, InvalidRequestSpec, ObjectVersionNotSupported,
+        DatabaseUnavailable, or SelectionObjectsWithOldRPCVersionNotSupported
+        when the version cap is below 4.5 and objects were asked for.
         """
         version = '4.5'
         msg_args = {'spec_obj': spec_obj, 'instance_uuids': instance_uuids,
@@ -111,7 +118,13 @@ class SchedulerAPI:
                 'filter_properties':
                     spec_obj.to_legacy_filter_properties_dict()}
         cctxt = self.client.prepare(version=version)
-        return cctxt.call(ctxt, 'select_destinations', **msg_args)
+        try:
+            return cctxt.call(ctxt, 'select_destinations', **msg_args)
+        except messaging.RemoteError as exc:
+            ours = exception.from_remote_error(exc)
+            if ours is exc:
+                raise
+            raise ours from exc
 
     def update_aggregates(self, ctxt, aggregates):
         """Fanout: the aggregates (list of Aggregate) were created/changed."""

@@ -7,7 +7,16 @@
 #    in that case.  The system-wide services are NOT used by the tests and
 #    are kept stopped: the pytest fixtures start private servers on
 #    127.0.0.1 in temporary directories.
-# 2. Installs this repository editable with its test extra
+# 2. Creates the virtualenv of Nova the Nova-caller functional tests
+#    drive the service with (tests/functional/test_nova_caller.py):
+#    nova==$SCHEDULER_NOVA_VERSION (default 34.0.0) from PyPI, in
+#    $SCHEDULER_NOVA_VENV (default ~/.cache/scheduler-tests/nova-<version>),
+#    unless a venv there already records that version (its
+#    scheduler-nova-version file).  The venv's python is
+#    $SCHEDULER_NOVA_PYTHON (default $PYTHON; Nova 34 needs 3.11 or later).
+#    SCHEDULER_SKIP_NOVA_VENV=1 skips this step (the tests then fail, or
+#    skip under SCHEDULER_TEST_SKIP_NOVA=1).
+# 3. Installs this repository editable with its test extra
 #    (python3 -m pip install -e '.[test]'), unless that is already done for
 #    the current pyproject.toml.  SCHEDULER_SKIP_PIP_INSTALL=1 skips this
 #    step (tox does its own install).
@@ -146,6 +155,48 @@ else
         log "server binaries still missing after installing packages"
         exit 1
     fi
+fi
+
+# --- Nova, for the Nova-caller tests ---------------------------------------
+
+NOVA_VERSION=${SCHEDULER_NOVA_VERSION:-34.0.0}
+NOVA_VENV=${SCHEDULER_NOVA_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/scheduler-tests/nova-$NOVA_VERSION}
+NOVA_STAMP=$NOVA_VENV/scheduler-nova-version
+NOVA_PYTHON=${SCHEDULER_NOVA_PYTHON:-$PYTHON}
+
+nova_venv_is_current() {
+    [ -x "$NOVA_VENV/bin/python" ] && [ -f "$NOVA_STAMP" ] &&
+        [ "$(cat "$NOVA_STAMP")" = "$NOVA_VERSION" ] &&
+        "$NOVA_VENV/bin/python" -c 'import nova.scheduler.client.query' \
+            >/dev/null 2>&1
+}
+
+# A fresh venv with nova==$NOVA_VERSION; the stamp is written last, so an
+# interrupted run starts over.  Without ensurepip (Debian's python3 without
+# python3-venv) the venv is made without pip and filled by our pip.  (Called
+# in a condition, where "set -e" does not apply: each step checks itself.)
+make_nova_venv() {
+    rm -rf "$NOVA_VENV" && mkdir -p "$(dirname "$NOVA_VENV")" || return 1
+    local pip=("$NOVA_VENV/bin/python" -m pip)
+    if ! "$NOVA_PYTHON" -m venv "$NOVA_VENV" >/dev/null 2>&1; then
+        rm -rf "$NOVA_VENV" &&
+            "$NOVA_PYTHON" -m venv --without-pip "$NOVA_VENV" || return 1
+        pip=("$PYTHON" -m pip --python "$NOVA_VENV/bin/python")
+    fi
+    log "installing nova==$NOVA_VERSION into $NOVA_VENV"
+    PIP_ROOT_USER_ACTION=ignore "${pip[@]}" install -q \
+        --disable-pip-version-check --no-input "nova==$NOVA_VERSION" &&
+        "$NOVA_VENV/bin/python" -c 'import nova.scheduler.client.query' &&
+        echo "$NOVA_VERSION" > "$NOVA_STAMP"
+}
+
+if [ "${SCHEDULER_SKIP_NOVA_VENV:-0}" = 1 ]; then
+    log "SCHEDULER_SKIP_NOVA_VENV=1: not preparing the Nova venv"
+elif nova_venv_is_current; then
+    log "nova $NOVA_VERSION venv is ready in $NOVA_VENV"
+elif ! make_nova_venv; then
+    log "could not install nova==$NOVA_VERSION into $NOVA_VENV"
+    exit 1
 fi
 
 # --- Python side -----------------------------------------------------------

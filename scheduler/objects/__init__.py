@@ -7,8 +7,9 @@ deserialize any of them; the RPC layer calls it before serving.
 import importlib
 
 _MODULES = ('aggregate', 'cell_mapping', 'compute_node', 'flavor',
-            'image_meta', 'instance', 'instance_group', 'numa', 'pci',
-            'request_spec', 'security_group', 'selection')
+            'image_meta', 'instance', 'instance_group', 'network', 'numa',
+            'pci', 'request_group', 'request_spec', 'security_group',
+            'selection')
 
 
 def register_all():

@@ -23,6 +23,8 @@ class Aggregate(base.TimestampedObject, base.SchedulerObject):
         'metadata': fields.DictOfStringsField(nullable=True),
     })
 
+    FIELDS_ADDED = {'uuid': (1, 2)}
+
     @property
     def availability_zone(self):
         return (self.obj_get('metadata') or {}).get('availability_zone')

@@ -4,18 +4,30 @@ Objects travel as oslo.versionedobjects primitives in Nova's namespace
 (``nova_object.name``, ``nova_object.namespace`` = ``nova``,
 ``nova_object.version``, ``nova_object.data``, ``nova_object.changes``), so
 that Nova's conductor and this service understand each other's messages.
-Classes keep Nova's names and the version of the release they mirror; a
-primitive of a newer minor version than ours is refused with
-``IncompatibleObjectVersion``, which the serializer reports to the caller
-as ``InvalidObjectPrimitive``.  Fields Nova has and the scheduler never
-reads are left out: their values in a primitive are ignored.
+Classes keep Nova's names and the versions of Nova 34.0.0 (2026.2), so
+that every version Nova has sent since Newton is read; a primitive of a
+newer minor (or another major) version than ours is refused with
+``ObjectVersionNotSupported``, naming the object, its version and ours.
+Fields Nova has and the scheduler never reads are left out: their values
+in a primitive are ignored.
+
+Going the other way, ``FIELDS_ADDED`` / ``VALUES_ADDED`` drive
+``obj_make_compatible``, and ``backport(entity, manifest)`` rewrites a
+reply in the versions an older caller reads (Nova's version-manifest
+mechanism: a map of object name -> version).
 """
 
+from oslo_utils import versionutils
 from oslo_versionedobjects import base as ovo_base
 from oslo_versionedobjects import exception as ovo_exc
 from oslo_versionedobjects import fields
 
 from scheduler import exception
+
+
+def version_tuple(version):
+    """``'1.15'`` -> ``(1, 15)``."""
+    return versionutils.convert_version_to_tuple(version)
 
 
 class SchedulerObjectRegistry(ovo_base.VersionedObjectRegistry):
@@ -31,10 +43,35 @@ _SET_VALUE_PREFIX = '_obj_'
 
 
 class SchedulerObject(ovo_base.VersionedObject):
-    """Base of every object: Nova's serial and project namespaces."""
+    """Base of every object: Nova's serial and project namespaces.
+
+    ``FIELDS_ADDED`` maps a field to the ``(major, minor)`` version that
+    added it, ``VALUES_ADDED`` a field to ``{value: version}`` for enum
+    values added later (as Nova's version histories record them).
+    ``obj_make_compatible`` drops the fields newer than the target version
+    and refuses (ValueError) a value the target cannot hold, as Nova does.
+    Sub-objects are written in the versions of the version manifest given
+    to ``obj_to_primitive`` (see ``backport``).
+    """
 
     OBJ_SERIAL_NAMESPACE = 'nova_object'
     OBJ_PROJECT_NAMESPACE = 'nova'
+    FIELDS_ADDED = {}
+    VALUES_ADDED = {}
+
+    def obj_make_compatible(self, primitive, target_version):
+        super().obj_make_compatible(primitive, target_version)
+        target = version_tuple(target_version)
+        for name, values in self.VALUES_ADDED.items():
+            for value, added in values.items():
+                if target < added and primitive.get(name) == value:
+                    raise ValueError(
+                        '%s.%s=%r needs version %d.%d, not %s'
+                        % (self.obj_name(), name, value, added[0], added[1],
+                           target_version))
+        for name, added in self.FIELDS_ADDED.items():
+            if target < added:
+                primitive.pop(name, None)
 
     def obj_get(self, name, default=None):
         """The field's value, or ``default`` when it is not set; raises
@@ -52,6 +89,15 @@ class SchedulerObject(ovo_base.VersionedObject):
         if self.obj_attr_is_set(name):
             return getattr(self, name)
         return default
+
+    def obj_set_values(self):
+        """A dict of the fields that are set, name -> value.  Read from
+        where oslo.versionedobjects keeps set values, so its cost grows
+        with the fields set, not with all the fields of the class."""
+        size = len(_SET_VALUE_PREFIX)
+        return {key[size:]: value for key, value in vars(self).items()
+                if key.startswith(_SET_VALUE_PREFIX) and
+                key[size:] in self.fields}
 
 
 class StrictList(fields.List):
@@ -78,6 +124,12 @@ class DictOfListOfStringsField(fields.AutoTypedField):
     AUTO_TYPE = fields.Dict(StrictList(fields.String()))
 
 
+class ListOfListsOfStringsField(fields.AutoTypedField):
+    """ovo's ListOfListsOfStringsField, on StrictList."""
+
+    AUTO_TYPE = StrictList(StrictList(fields.String()))
+
+
 class TimestampedObject:
     """Mix-in with Nova's ``created_at`` / ``updated_at`` fields."""
 
@@ -94,9 +146,11 @@ class ObjectListBase(ovo_base.ObjectListBase):
 class ObjectSerializer(ovo_base.VersionedObjectSerializer):
     """Turns our objects into Nova-style primitives and back.
 
-    A primitive that cannot be read (unknown object, incompatible version,
-    a field of the wrong type) raises ``InvalidObjectPrimitive``, so that
-    the caller gets a specific, readable error instead of a crash.
+    A primitive that cannot be read raises ``InvalidObjectPrimitive``
+    (unknown object, a field of the wrong type) or its subclass
+    ``ObjectVersionNotSupported`` (a version newer than ours, nested
+    objects included), so that the caller gets a specific, readable error
+    instead of a crash.
     """
 
     OBJ_BASE_CLASS = SchedulerObject
@@ -104,6 +158,9 @@ class ObjectSerializer(ovo_base.VersionedObjectSerializer):
     def _process_object(self, context, objprim):
         try:
             return super()._process_object(context, objprim)
+        except ovo_exc.IncompatibleObjectVersion as exc:
+            raise exception.ObjectVersionNotSupported(
+                **_version_kwargs(exc)) from exc
         except (ovo_exc.VersionedObjectsException, ValueError, TypeError,
                 KeyError, AttributeError, OverflowError) as exc:
             raise exception.InvalidObjectPrimitive(
@@ -115,6 +172,60 @@ class ObjectSerializer(ovo_base.VersionedObjectSerializer):
         except RecursionError as exc:
             raise exception.InvalidObjectPrimitive(
                 reason='the argument is nested too deeply') from exc
+
+
+def _version_kwargs(exc):
+    """``objname``, ``objver`` and ``supported`` of an ovo
+    IncompatibleObjectVersion, as strings."""
+    return {key: str(exc.kwargs.get(key))
+            for key in ('objname', 'objver', 'supported')}
+
+
+def backport(entity, manifest):
+    """``entity`` with every object in it written at the version
+    ``manifest`` (object name -> version string) gives its name.
+
+    ``entity`` may be an object or lists, tuples and dicts holding
+    objects; containers are rebuilt, other values kept, and nothing is
+    copied when every version of the manifest is already ours.  Objects
+    whose name the manifest lacks keep their version, and so do their
+    sub-objects (oslo.versionedobjects follows a manifest from a parent
+    it names).  Fields newer than the target are dropped (each object's
+    ``FIELDS_ADDED``); a value the older version cannot hold raises
+    ValueError.  Used for replies to callers older than our objects,
+    since Nova never asks a scheduler to backport.
+    """
+    if all(_registered_version(name) == version
+           for name, version in manifest.items()):
+        return entity
+    return _backport(entity, manifest)
+
+
+def _registered_version(name):
+    classes = SchedulerObjectRegistry.obj_classes().get(name) or [None]
+    return getattr(classes[0], 'VERSION', None)
+
+
+def _backport(entity, manifest):
+    if isinstance(entity, SchedulerObject):
+        return _backport_object(entity, manifest)
+    if isinstance(entity, (list, tuple)):
+        return type(entity)(_backport(item, manifest) for item in entity)
+    if isinstance(entity, dict):
+        return {key: _backport(value, manifest)
+                for key, value in entity.items()}
+    return entity
+
+
+def _backport_object(obj, manifest):
+    """A copy of ``obj`` at the manifest's version (its own when the
+    manifest does not name it), sub-objects included."""
+    target = manifest.get(obj.obj_name(), obj.VERSION)
+    primitive = obj.obj_to_primitive()
+    obj.obj_make_compatible_from_manifest(
+        primitive[obj._obj_primitive_key('data')], target, manifest)
+    primitive[obj._obj_primitive_key('version')] = target
+    return type(obj).obj_from_primitive(primitive, context=obj._context)
 
 
 def obj_to_dict(obj):

@@ -23,3 +23,5 @@ class CellMapping(base.TimestampedObject, base.SchedulerObject):
         'name': fields.StringField(nullable=True),
         'disabled': fields.BooleanField(default=False),
     })
+
+    FIELDS_ADDED = {'disabled': (1, 1)}

@@ -24,6 +24,8 @@ class ComputeNode(base.TimestampedObject, base.SchedulerObject):
         'local_gb': fields.IntegerField(),
     })
 
+    FIELDS_ADDED = {'host': (1, 7), 'uuid': (1, 15)}
+
 
 @base.register
 class ComputeNodeList(base.ObjectListBase, base.SchedulerObject):

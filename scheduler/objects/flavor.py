@@ -29,3 +29,5 @@ class Flavor(base.TimestampedObject, base.SchedulerObject):
         'projects': base.ListOfStringsField(),
         'description': fields.StringField(nullable=True),
     })
+
+    FIELDS_ADDED = {'description': (1, 2)}

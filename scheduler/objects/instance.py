@@ -1,4 +1,5 @@
-"""``Instance`` / ``InstanceList`` (Nova v2.3 / v2.2 and later minors).
+"""``Instance`` / ``InstanceList`` (Nova v2.8 / v2.6, Nova 34.0.0; every
+2.x Nova sent since Newton is read).
 
 The compute side sends them in ``update_instance_info``.  The scheduler
 only needs ``uuid`` and ``host`` (and ``node``, ``instance_type_id``,

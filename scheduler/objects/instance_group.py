@@ -31,6 +31,16 @@ class InstanceGroup(base.TimestampedObject, base.SchedulerObject):
         '_rules': fields.DictOfStringsField(default={}),
     })
 
+    FIELDS_ADDED = {'hosts': (1, 10), 'policy': (1, 11), '_rules': (1, 11)}
+
+    def obj_make_compatible(self, primitive, target_version):
+        """Before 1.11 (Rocky) the policy travels as ``policies``, a
+        one-element list (Nova's rule); then the table-driven rules."""
+        if base.version_tuple(target_version) < (1, 11) and primitive.get(
+                'policy'):
+            primitive['policies'] = [primitive['policy']]
+        super().obj_make_compatible(primitive, target_version)
+
     @property
     def policy_name(self):
         """The group's policy (``affinity``, ``anti-affinity``...) or None."""

@@ -1,14 +1,22 @@
-"""``RequestSpec`` (Nova v1.8, Ocata to Queens) and what it carries.
+"""``RequestSpec`` (Nova v1.15, Nova 34.0.0) and what it carries.
 
 A RequestSpec describes one scheduling request: the flavor (memory in MiB,
 disk in GiB, swap in MiB), the image, the number of instances, hosts to
 force or ignore, the server group, the retry record and the scheduler
-hints.  It arrives as a primitive (RPC 4.3+) or is built from the legacy
+hints; since Rocky also whether the root disk is a volume (``is_bfv``),
+since Stein/Ussuri Placement request groups from ports and accelerators
+(``requested_resources``, ``request_level_params``) and since Yoga the
+requested networks.  Every version Nova sent since Newton (1.6) is read.
+It arrives as a primitive (RPC 4.3+) or is built from the legacy
 ``request_spec`` and ``filter_properties`` dicts (RPC 4.0 to 4.2) by
 ``from_primitives``, following Nova's conversion rules (reference 8.2).
-``validate`` rejects what cannot be scheduled with ``InvalidRequestSpec``.
+``validate`` rejects what cannot be scheduled with ``InvalidRequestSpec``;
+``placement_only_requests`` lists what only Placement could honour.
 """
 
+import re
+
+from oslo_utils import strutils
 from oslo_versionedobjects import fields
 
 from scheduler import exception
@@ -17,14 +25,17 @@ from scheduler.objects import compute_node
 from scheduler.objects import flavor as flavor_obj
 from scheduler.objects import image_meta
 from scheduler.objects import instance_group as group_obj
+from scheduler.objects import network  # noqa: F401 (registers objects)
 from scheduler.objects import numa
 from scheduler.objects import pci
+from scheduler.objects import request_group  # noqa: F401 (registers)
 
 # Nova's database integers are 32-bit: nothing larger can be a real size.
 MAX_INT = 2 ** 31 - 1
 # A single request asks for at most this many instances.
 MAX_INSTANCES_PER_REQUEST = 10000
 _FLAVOR_SIZES = ('memory_mb', 'vcpus', 'root_gb', 'ephemeral_gb', 'swap')
+MIB_PER_GIB = 1024
 
 
 @base.register
@@ -42,6 +53,10 @@ class Destination(base.SchedulerObject):
         'forbidden_aggregates': fields.SetOfStringsField(nullable=True,
                                                          default=None),
     }
+
+    FIELDS_ADDED = {'cell': (1, 1), 'aggregates': (1, 2),
+                    'allow_cross_cell_move': (1, 3),
+                    'forbidden_aggregates': (1, 4)}
 
 
 @base.register
@@ -115,7 +130,16 @@ class SchedulerLimits(base.SchedulerObject):
 
 @base.register
 class RequestSpec(base.SchedulerObject):
-    VERSION = '1.8'
+    """One scheduling request (Nova's RequestSpec, v1.15).
+
+    Version history (Nova's): 1.6 requested_destination (Newton), 1.8
+    security_groups (Ocata), 1.9 user_id, 1.10 network_metadata, 1.11
+    is_bfv (Rocky), 1.12 requested_resources (Stein), 1.13
+    request_level_params (Ussuri), 1.14 requested_networks, 1.15 no new
+    field (Yoga).
+    """
+
+    VERSION = '1.15'
 
     fields = {
         'id': fields.IntegerField(),
@@ -140,7 +164,21 @@ class RequestSpec(base.SchedulerObject):
         'scheduler_hints': base.DictOfListOfStringsField(nullable=True),
         'instance_uuid': fields.UUIDField(),
         'security_groups': fields.ObjectField('SecurityGroupList'),
+        'user_id': fields.StringField(nullable=True),
+        'network_metadata': fields.ObjectField('NetworkMetadata'),
+        'is_bfv': fields.BooleanField(),
+        'requested_resources': fields.ListOfObjectsField(
+            'RequestGroup', nullable=True, default=None),
+        'request_level_params': fields.ObjectField('RequestLevelParams'),
+        'requested_networks': fields.ObjectField('NetworkRequestList'),
     }
+
+    FIELDS_ADDED = {'requested_destination': (1, 6),
+                    'security_groups': (1, 8), 'user_id': (1, 9),
+                    'network_metadata': (1, 10), 'is_bfv': (1, 11),
+                    'requested_resources': (1, 12),
+                    'request_level_params': (1, 13),
+                    'requested_networks': (1, 14)}
 
     # Nova's forwarding properties: the request's sizes are the flavor's.
     @property
@@ -180,8 +218,103 @@ class RequestSpec(base.SchedulerObject):
 
     @property
     def requested_resources_disk_mb(self):
-        """Disk the request needs in MiB: root + ephemeral (GiB) + swap."""
-        return 1024 * (self.root_gb + self.ephemeral_gb) + self.swap
+        """Local disk the request needs in MiB: local root (none for a
+        boot from volume, ``local_root_gb``) + ephemeral (GiB) + swap."""
+        return 1024 * (self.local_root_gb + self.ephemeral_gb) + self.swap
+
+    @property
+    def boot_from_volume(self):
+        """Whether the root disk is a volume (``is_bfv``, RequestSpec
+        1.11, Rocky); False when the caller did not say (older Nova)."""
+        return bool(self.obj_get('is_bfv', False))
+
+    @property
+    def local_root_gb(self):
+        """The root disk in GiB that takes local disk on the host: 0 when
+        it is a volume (``is_bfv``), else ``flavor.root_gb``.  Nova counts
+        no root disk for a boot-from-volume request since Rocky (its
+        Placement DISK_GB request)."""
+        return 0 if self.boot_from_volume else self.flavor.root_gb
+
+    @property
+    def local_disk_gb(self):
+        """Local disk in GiB, as Nova asks Placement for DISK_GB:
+        ``local_root_gb + ephemeral_gb`` + swap (MiB) rounded up to GiB."""
+        return (self.local_root_gb + self.ephemeral_gb +
+                -(-self.swap // MIB_PER_GIB))
+
+    def placement_only_requests(self):
+        """What the request asks that only Placement can check, as
+        readable strings (empty list when nothing).
+
+        Nova (Queens to 34.0.0) turns these into Placement resources or
+        traits and has no filter for them: ``resources[$S]:<CLASS>=<n>``
+        flavor extra specs (a VCPU / MEMORY_MB / DISK_GB override in the
+        unsuffixed group only when it asks more than the flavor, which
+        our filters check), ``trait[$S]:<NAME>=required|forbidden``, the
+        image's ``traits_required``, the request groups of ports and
+        accelerators (``requested_resources``), root traits and
+        ``same_subtree`` (``request_level_params``), and the features of
+        ``_PLACEMENT_FEATURES`` (memory encryption, persistent memory,
+        vTPM, secure boot, physical address mode, stateless firmware,
+        socket PCI NUMA affinity).
+        """
+        asked = list(self._extra_spec_placement_requests())
+        asked += ['image trait %s required' % trait
+                  for trait in self._image_props().get('traits_required')
+                  or ()]
+        for group in self.get('requested_resources', []):
+            asked += group.needs()
+        params = self.obj_get('request_level_params')
+        if params is not None:
+            asked += params.needs()
+        asked += [what for what, wanted in self._placement_features()
+                  if wanted]
+        return asked
+
+    def _extra_specs(self):
+        flavor = self.obj_get('flavor')
+        return (flavor.obj_get('extra_specs') if flavor is not None
+                else None) or {}
+
+    def _extra_spec_placement_requests(self):
+        for key, value in sorted(self._extra_specs().items()):
+            match = _PLACEMENT_KEY.match(key)
+            if match is None:
+                continue
+            prefix, suffix, name = match.groups()
+            if prefix == 'trait' and value in ('required', 'forbidden'):
+                yield '%s=%s' % (key, value)
+            elif prefix == 'resources' and self._resource_needs_placement(
+                    suffix, name, value):
+                yield '%s=%s' % (key, value)
+
+    def _resource_needs_placement(self, suffix, name, value):
+        """Whether ``resources<suffix>:<name>=<value>`` asks Placement for
+        something: a positive amount of a valid class name, unless it is
+        a VCPU / MEMORY_MB / DISK_GB override of the unsuffixed group no
+        larger than what the flavor asks (Nova ignores bad names and
+        amounts with a warning)."""
+        amount = _amount(value)
+        if not amount or not _RESOURCE_CLASS.match(name):
+            return False
+        standard = {'VCPU': self.vcpus, 'MEMORY_MB': self.memory_mb,
+                    'DISK_GB': self.local_disk_gb}
+        return suffix is not None or amount > standard.get(name, -1)
+
+    def _image_props(self):
+        image = self.obj_get('image')
+        props = image.obj_get('properties') if image is not None else None
+        return props.set_properties() if props is not None else {}
+
+    def _placement_features(self):
+        """``(what, wanted)`` for each entry of _PLACEMENT_FEATURES."""
+        extra_specs = self._extra_specs()
+        props = self._image_props()
+        for spec_key, prop_key, test, what in _PLACEMENT_FEATURES:
+            values = [extra_specs.get(spec_key), props.get(prop_key)]
+            yield what, any(test(value, props) for value in values
+                            if value is not None)
 
     # -- validation -------------------------------------------------------
 
@@ -210,9 +343,9 @@ class RequestSpec(base.SchedulerObject):
     def ensure_defaults(self):
         """Give every unset field its default (Nova's ``_from_objects``)."""
         for name in ('image', 'numa_topology', 'pci_requests', 'project_id',
-                     'availability_zone', 'ignore_hosts', 'force_hosts',
-                     'force_nodes', 'requested_destination', 'retry',
-                     'limits', 'instance_group', 'scheduler_hints'):
+                     'user_id', 'availability_zone', 'ignore_hosts',
+                     'force_hosts', 'force_nodes', 'requested_destination',
+                     'retry', 'limits', 'instance_group', 'scheduler_hints'):
             if not self.obj_attr_is_set(name):
                 setattr(self, name, None)
         if not self.obj_attr_is_set('num_instances'):
@@ -229,8 +362,9 @@ class RequestSpec(base.SchedulerObject):
         ``instance_properties`` (dict), ``instance_type`` (Flavor or dict).
         ``filter_properties``: ``ignore_hosts``, ``force_hosts``,
         ``force_nodes``, ``retry``, ``limits``, ``group_*``,
-        ``scheduler_hints``, ``instance_type``.  Raises InvalidRequestSpec
-        when they are not dicts or a value has the wrong type.
+        ``scheduler_hints``, ``instance_type``, ``requested_destination``
+        (a Destination).  Raises InvalidRequestSpec when they are not dicts
+        or a value has the wrong type.
         """
         if not isinstance(request_spec, dict):
             raise exception.InvalidRequestSpec(
@@ -261,6 +395,7 @@ class RequestSpec(base.SchedulerObject):
         spec.pci_requests = _object_or_none(
             props.get('pci_requests'), pci.InstancePCIRequests)
         spec.project_id = props.get('project_id')
+        spec.user_id = props.get('user_id')
         spec.availability_zone = props.get('availability_zone')
         flavor = (request_spec.get('instance_type') or
                   filter_properties.get('instance_type'))
@@ -276,6 +411,8 @@ class RequestSpec(base.SchedulerObject):
             filter_properties.get('limits'))
         spec.instance_group = _group_from_filter_properties(
             filter_properties)
+        spec.requested_destination = _object_or_none(
+            filter_properties.get('requested_destination'), Destination)
         hints = filter_properties.get('scheduler_hints') or {}
         spec.scheduler_hints = {
             key: value if isinstance(value, list) else [value]
@@ -295,6 +432,7 @@ class RequestSpec(base.SchedulerObject):
 
     def _legacy_instance_properties(self):
         props = {'project_id': self.get('project_id'),
+                 'user_id': self.get('user_id'),
                  'availability_zone': self.get('availability_zone'),
                  'uuid': self.obj_get('instance_uuid'),
                  'numa_topology': self.get('numa_topology'),
@@ -326,7 +464,66 @@ class RequestSpec(base.SchedulerObject):
             props['scheduler_hints'] = {
                 key: value[0] if len(value) == 1 else value
                 for key, value in hints.items()}
+        if self.get('requested_destination') is not None:
+            props['requested_destination'] = self.requested_destination
         return props
+
+
+# Flavor extra spec keys Nova reads as Placement requests (its pattern):
+# ``resources`` or ``trait``, an optional group suffix, ``:``, a name.
+_PLACEMENT_KEY = re.compile(r'^(resources|trait)([a-zA-Z0-9_-]{1,64})?:(.*)$')
+# Placement's resource class names: standard ones and CUSTOM_*.
+_RESOURCE_CLASS = re.compile(r'^[A-Z0-9_]+$')
+
+
+def _amount(value):
+    """A resource amount: a positive integer, or 0 for what Nova ignores
+    (not an integer, negative)."""
+    try:
+        return max(int(value), 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _true(value, props):
+    return strutils.bool_from_string(value)
+
+
+def _set(value, props):
+    return value != ''
+
+
+def _equals(wanted):
+    def test(value, props):
+        return str(value).lower() == wanted
+    return test
+
+
+def _uefi_and_true(value, props):
+    """Nova ignores ``hw_firmware_stateless`` unless the firmware is
+    UEFI."""
+    return props.get('hw_firmware_type') == 'uefi' and _true(value, props)
+
+
+# Features Nova asks Placement for (a resource or a trait) and no filter
+# checks: (flavor extra spec, image property, test of a value, what).
+_PLACEMENT_FEATURES = (
+    ('hw:mem_encryption', 'hw_mem_encryption', _true,
+     'memory encryption (resource MEM_ENCRYPTION_CONTEXT)'),
+    ('hw:pmem', None, _set,
+     'persistent memory (resources PMEM_NAMESPACE_*)'),
+    ('hw:tpm_version', 'hw_tpm_version', _set,
+     'an emulated TPM (traits COMPUTE_SECURITY_TPM_*)'),
+    ('os:secure_boot', 'os_secure_boot', _equals('required'),
+     'UEFI secure boot (trait COMPUTE_SECURITY_UEFI_SECURE_BOOT)'),
+    ('hw:maxphysaddr_mode', 'hw_maxphysaddr_mode', _set,
+     'a physical address mode (traits COMPUTE_ADDRESS_SPACE_*)'),
+    (None, 'hw_firmware_stateless', _uefi_and_true,
+     'stateless firmware (trait COMPUTE_SECURITY_STATELESS_FIRMWARE)'),
+    ('hw:pci_numa_affinity_policy', 'hw_pci_numa_affinity_policy',
+     _equals('socket'),
+     'socket PCI NUMA affinity (trait COMPUTE_SOCKET_PCI_NUMA_AFFINITY)'),
+)
 
 
 def _check_range(name, value, low, high):

@@ -1,4 +1,5 @@
-"""``SecurityGroup`` / ``SecurityGroupList`` (Nova v1.2 / v1.1).
+"""``SecurityGroup`` / ``SecurityGroupList`` (Nova v1.2 / v1.1, unchanged
+since Newton / Queens).
 
 Carried by RequestSpec since v1.8; the scheduler does not use them.
 """
@@ -18,7 +19,10 @@ class SecurityGroup(base.SchedulerObject):
         'description': fields.StringField(nullable=True),
         'user_id': fields.StringField(nullable=True),
         'project_id': fields.StringField(nullable=True),
+        'uuid': fields.UUIDField(nullable=True),
     }
+
+    FIELDS_ADDED = {'uuid': (1, 2)}
 
 
 @base.register

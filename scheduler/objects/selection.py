@@ -3,6 +3,15 @@
 ``select_destinations`` with ``return_objects=True`` returns one list of
 Selections per instance: the chosen host first, then its alternates.
 ``to_dict`` gives the pre-4.5 ``{host, nodename, limits}`` shape.
+
+Replies are written in versions the caller reads: Nova never asks a
+scheduler to backport, and a Nova conductor refuses an object newer than
+its own.  ``reply_manifest`` tells those versions from the version of the
+RequestSpec the caller sent (each Nova release sends its own), following
+Nova's history: Selection 1.0 (Queens to Train; 1.1 adds
+``availability_zone`` in Ussuri, with RequestSpec 1.13), NUMATopologyLimits
+1.0 (to Queens; 1.1 adds ``network_metadata`` in Rocky, with RequestSpec
+1.9 to 1.11), SchedulerLimits 1.0 (all).
 """
 
 from oslo_versionedobjects import fields
@@ -10,6 +19,29 @@ from oslo_versionedobjects import fields
 from scheduler.objects import base
 from scheduler.objects import cell_mapping
 from scheduler.objects import request_spec
+
+# (first RequestSpec version of a release, versions of the reply objects
+# that release reads), newest first.
+_REPLY_MANIFESTS = (
+    ((1, 13), {'Selection': '1.1', 'SchedulerLimits': '1.0',
+               'NUMATopologyLimits': '1.1'}),      # Ussuri to 34.0.0
+    ((1, 9), {'Selection': '1.0', 'SchedulerLimits': '1.0',
+              'NUMATopologyLimits': '1.1'}),       # Rocky to Train
+    ((0, 0), {'Selection': '1.0', 'SchedulerLimits': '1.0',
+              'NUMATopologyLimits': '1.0'}),       # Newton to Queens
+)
+
+
+def reply_manifest(spec_version=None):
+    """The versions (object name -> version) of the reply objects a caller
+    reads, from the version string of the RequestSpec it sent; the oldest
+    ones when it is None (a legacy RPC 4.0 request).  For
+    ``base.backport``."""
+    if spec_version is None:
+        return dict(_REPLY_MANIFESTS[-1][1])
+    sent = base.version_tuple(spec_version)
+    return dict(next(manifest for first, manifest in _REPLY_MANIFESTS
+                     if sent >= first))
 
 
 @base.register
@@ -26,6 +58,8 @@ class Selection(base.SchedulerObject):
         'allocation_request_version': fields.StringField(nullable=True),
         'availability_zone': fields.StringField(nullable=True),
     }
+
+    FIELDS_ADDED = {'availability_zone': (1, 1)}
 
     @classmethod
     def from_host_state(cls, host_state, limits=None):

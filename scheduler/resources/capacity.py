@@ -85,14 +85,7 @@ def claim_amounts(spec_obj):
     not local: ``RequestSpec.local_root_gb``)."""
     flavor = spec_obj.flavor
     return Amounts(flavor.vcpus, flavor.memory_mb,
-                   _local_root_gb(spec_obj) + flavor.ephemeral_gb)
-
-
-def _local_root_gb(spec_obj):
-    local_root_gb = getattr(spec_obj, 'local_root_gb', None)
-    if local_root_gb is not None:
-        return local_root_gb
-    return spec_obj.flavor.root_gb
+                   spec_obj.local_root_gb + flavor.ephemeral_gb)
 
 
 def claim_fits(get, amounts):

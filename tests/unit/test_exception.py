@@ -1,6 +1,8 @@
 """Exceptions: Nova's messages, tolerant formatting, remote re-raising."""
 
+import json
 import sys
+import types
 
 import oslo_messaging as messaging
 import pytest
@@ -150,3 +152,137 @@ def test_remote_error_without_allowed_module_is_a_remote_error():
     assert isinstance(remote, messaging.RemoteError)
     assert remote.exc_type == 'NoValidHost'
     assert 'No valid host was found. none' in remote.value
+
+
+# -- Nova's names on the wire -------------------------------------------------
+
+def _wire(exc):
+    """The failure oslo.messaging sends for ``exc``, decoded."""
+    try:
+        raise exc
+    except Exception:
+        return json.loads(rpc_common.serialize_remote_exception(
+            sys.exc_info()))
+
+
+@pytest.mark.parametrize('exc,name', [
+    (exception.NoValidHost(reason='none'), 'NoValidHost'),
+    (exception.MaxRetriesExceeded(reason='3'), 'MaxRetriesExceeded'),
+    (exception.PlacementRequired(reason='VGPU'), 'NoValidHost'),
+    (exception.ComputeHostNotFound(host='h1'), 'ComputeHostNotFound'),
+    (exception.UnsupportedPolicyException(reason='x'),
+     'UnsupportedPolicyException'),
+    (exception.MigrationPreCheckError(reason='down'),
+     'MigrationPreCheckError'),
+    (exception.SelectionObjectsWithOldRPCVersionNotSupported(version='4.4'),
+     'SelectionObjectsWithOldRPCVersionNotSupported'),
+    (exception.Invalid(reason='bad'), 'InvalidInput'),
+])
+def test_errors_travel_under_novas_names(exc, name):
+    cls = type(exc)
+    message = str(exc)
+    assert exception.as_nova(exc) is exc
+    assert isinstance(exc, cls)
+    assert str(exc) == message
+    failure = _wire(exc)
+    assert (failure['module'], failure['class']) == ('nova.exception', name)
+    assert failure['args'] == [message]
+    assert failure['kwargs'] == exc.kwargs
+
+
+@pytest.mark.parametrize('exc', [
+    exception.InvalidRequestSpec(reason='x'),
+    exception.InvalidObjectPrimitive(reason='x'),
+    exception.ObjectVersionNotSupported(objname='RequestSpec', objver='1.16',
+                                        supported='1.15'),
+    exception.DatabaseUnavailable(reason='x'),
+    exception.InvalidCastArguments(method='m', reason='x'),
+])
+def test_errors_nova_has_no_class_for_keep_our_module(exc):
+    cls = type(exc)
+    exception.as_nova(exc)
+    assert type(exc) is cls
+    failure = _wire(exc)
+    assert failure['module'] == 'scheduler.exception'
+    assert failure['class'] == cls.__name__
+
+
+@pytest.fixture
+def nova_exception_module(monkeypatch):
+    """A stand-in ``nova.exception`` (Nova is not a dependency): classes
+    taking ``(message=None, **kwargs)`` as Nova's do."""
+    module = types.ModuleType('nova.exception')
+
+    class NovaException(Exception):
+        def __init__(self, message=None, **kwargs):
+            self.kwargs = kwargs
+            super().__init__(message)
+
+    module.NovaException = NovaException
+    for name in set(exception.NOVA_NAMES.values()):
+        setattr(module, name, type(name, (NovaException,), {}))
+    monkeypatch.setitem(sys.modules, 'nova', types.ModuleType('nova'))
+    monkeypatch.setitem(sys.modules, 'nova.exception', module)
+    return module
+
+
+def test_a_nova_caller_rebuilds_its_own_class(nova_exception_module):
+    """What Nova's RPC client (allowed modules: nova.exception) does with
+    the failure."""
+    exc = exception.as_nova(exception.PlacementRequired(
+        reason='This scheduler has no Placement service.'))
+    data = rpc_common.serialize_remote_exception((type(exc), exc, None))
+    remote = rpc_common.deserialize_remote_exception(data,
+                                                     ['nova.exception'])
+    assert isinstance(remote, nova_exception_module.NoValidHost)
+    assert remote.kwargs == {'reason': 'This scheduler has no Placement '
+                                       'service.'}
+    assert str(remote).startswith('No valid host was found. This scheduler')
+
+
+def test_our_client_rebuilds_ours_from_novas_names():
+    exc = exception.as_nova(exception.NoValidHost(reason='full'))
+    data = rpc_common.serialize_remote_exception((type(exc), exc, None))
+    remote = rpc_common.deserialize_remote_exception(data, rpc.ALLOWED_EXMODS)
+    assert isinstance(remote, messaging.RemoteError)
+    ours = exception.from_remote_error(remote)
+    assert type(ours) is exception.NoValidHost
+    assert str(ours) == 'No valid host was found. full'
+
+
+@pytest.mark.parametrize('exc_type,cls', [
+    ('NoValidHost', exception.NoValidHost),
+    ('MaxRetriesExceeded', exception.MaxRetriesExceeded),
+    ('InvalidInput', exception.Invalid),
+    ('ComputeHostNotFound', exception.ComputeHostNotFound),
+])
+def test_remote_errors_with_novas_names_become_ours(exc_type, cls):
+    ours = exception.from_remote_error(
+        messaging.RemoteError(exc_type, 'the message', []))
+    assert type(ours) is cls
+    assert str(ours) == 'the message'
+
+
+@pytest.mark.parametrize('error', [
+    messaging.RemoteError('NoSuchMethod', 'x', []),
+    messaging.RemoteError(None, None, None),
+    ValueError('not a remote error'),
+])
+def test_other_errors_are_returned_as_they_are(error):
+    assert exception.from_remote_error(error) is error
+
+
+def test_object_version_error_names_the_object_and_both_versions():
+    exc = exception.ObjectVersionNotSupported(
+        objname='ImageMetaProps', objver='1.45', supported='1.44')
+    assert isinstance(exc, exception.InvalidObjectPrimitive)
+    assert str(exc) == (
+        'Cannot read a versioned object from the message: ImageMetaProps '
+        'version 1.45 is not supported; this scheduler reads ImageMetaProps '
+        'up to version 1.44.')
+
+
+def test_placement_required_is_a_no_valid_host():
+    exc = exception.PlacementRequired(reason='needs VGPU')
+    assert isinstance(exc, exception.NoValidHost)
+    assert str(exc) == 'No valid host was found. needs VGPU'

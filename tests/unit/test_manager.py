@@ -11,8 +11,10 @@ import sqlalchemy as sa
 
 from scheduler import exception
 from scheduler import manager
+from scheduler import rpc
 from scheduler.db import api as db
 from scheduler.db import claims
+from scheduler.objects import request_group
 
 
 def _raises(cls, func, *args, **kwargs):
@@ -157,3 +159,95 @@ def test_delete_instance_info_without_a_claim_changes_nothing(endpoint):
     mgr.delete_instance_info(ctx, host_name='h1', instance_uuid=claimed)
     assert db.compute_node_get_all(ctx) == released
     assert claims.unbalanced_nodes(ctx) == []
+
+
+# -- Nova callers ------------------------------------------------------------
+
+def _our_client_context(ctx):
+    """``ctx`` as it arrives from a client of ours (``rpc.get_client``)."""
+    return _received(ctx, list(rpc.ALLOWED_EXMODS))
+
+
+def _received(ctx, caller_exmods=None):
+    """``ctx`` as it arrives in a message; by default from Nova, whose
+    context does not list the modules it rebuilds exceptions from."""
+    values = rpc.RequestContextSerializer(
+        caller_exmods=caller_exmods).serialize_context(ctx)
+    return rpc.RequestContextSerializer().deserialize_context(values)
+
+
+def test_errors_reach_a_nova_caller_under_novas_names(endpoint):
+    ctx, mgr = endpoint
+    ctx = _received(ctx)
+    err = _raises(exception.NoValidHost, mgr.select_destinations, ctx,
+                  spec_obj=seed.make_spec(memory_mb=10 ** 6))
+    assert (type(err).__module__, type(err).__name__) == (
+        'nova.exception', 'NoValidHost')
+    err = _raises(exception.InvalidRequestSpec, mgr.select_destinations, ctx,
+                  spec_obj={'flavor': 1})
+    assert type(err) is exception.InvalidRequestSpec
+
+
+@pytest.mark.parametrize('received', [_our_client_context, None],
+                         ids=['our-client', 'in-process'])
+def test_errors_reach_others_under_our_names(endpoint, received):
+    ctx, mgr = endpoint
+    err = _raises(exception.NoValidHost, mgr.select_destinations,
+                  received(ctx) if received else ctx,
+                  spec_obj=seed.make_spec(memory_mb=10 ** 6))
+    assert type(err) is exception.NoValidHost
+
+
+@pytest.mark.parametrize('fields,named', [
+    ({'extra_specs': {'resources:VGPU': '1'}}, 'resources:VGPU=1'),
+    ({'extra_specs': {'trait:CUSTOM_GOLD': 'required'}},
+     'trait:CUSTOM_GOLD=required'),
+    ({'requested_resources': [request_group.RequestGroup(
+        resources={'NET_BW_EGR_KILOBIT_PER_SEC': 10})]},
+     'NET_BW_EGR_KILOBIT_PER_SEC=10'),
+    ({'request_level_params': request_group.RequestLevelParams(
+        root_required={'CUSTOM_GOLD'})}, 'root trait CUSTOM_GOLD required'),
+])
+def test_placement_only_requests_are_refused(endpoint, fields, named):
+    ctx, mgr = endpoint
+    err = _raises(exception.PlacementRequired, mgr.select_destinations,
+                  _received(ctx), spec_obj=seed.make_spec(**fields))
+    assert type(err).__name__ == 'NoValidHost'
+    assert 'no Placement service' in str(err)
+    assert named in str(err)
+    # Nothing was consumed.
+    state = mgr.host_manager.get_all_host_states(ctx)[0]
+    assert state.free_ram_mb == 16384
+    err = _raises(exception.PlacementRequired, mgr.select_destinations,
+                  _our_client_context(ctx),
+                  spec_obj=seed.make_spec(**fields))
+    assert type(err) is exception.PlacementRequired
+
+
+def test_boot_from_volume_is_accepted(endpoint):
+    ctx, mgr = endpoint
+    spec = seed.make_spec(is_bfv=True)
+    assert spec.local_root_gb == 0
+    assert mgr.select_destinations(ctx, spec_obj=spec)[0]['host'] == 'h1'
+
+
+@pytest.mark.parametrize('spec_version,selection_version,has_az', [
+    ('1.8', '1.0', False),      # Queens
+    ('1.12', '1.0', False),     # Train
+    ('1.13', '1.1', True),      # Ussuri
+    ('1.15', '1.1', True),      # 34.0.0
+])
+def test_selections_in_the_version_the_caller_reads(endpoint, spec_version,
+                                                    selection_version,
+                                                    has_az):
+    ctx, mgr = endpoint
+    spec = seed.make_spec()
+    # What a RequestSpec primitive of that version is read as.
+    spec.VERSION = spec_version
+    [[picked]] = mgr.select_destinations(ctx, spec_obj=spec,
+                                         return_objects=True)
+    assert picked.VERSION == selection_version
+    assert picked.service_host == 'h1'
+    assert picked.obj_attr_is_set('availability_zone') is has_az
+    wire = picked.obj_to_primitive()
+    assert wire['nova_object.version'] == selection_version

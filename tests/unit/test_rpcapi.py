@@ -452,3 +452,70 @@ def test_aggregate_casts_are_sent_at_4_1_under_a_liberty_cap(
     assert method == 'update_aggregates'
     assert kwargs['aggregates'][0].id == 7
     assert wire.versions == ['4.1']
+
+
+# -- errors: both forms -----------------------------------------------------
+
+class FailingRecorder(Recorder):
+    """A scheduler whose select_destinations fails with ``self.error``."""
+
+    error = None
+
+    @messaging.expose
+    def select_destinations(self, ctxt, **kwargs):
+        self._record('select_destinations', ctxt, **kwargs)
+        raise type(self).error
+
+
+def test_our_client_says_which_exceptions_it_rebuilds(start_server, client,
+                                                      ctxt):
+    endpoint = start_server()
+    client().select_destinations(ctxt, _spec())
+    received_ctxt, _ = _only_call(endpoint)
+    assert received_ctxt.caller_exmods == rpc.ALLOWED_EXMODS
+    assert not rpc.nova_caller(received_ctxt)
+
+
+def test_a_context_without_the_key_is_a_nova_caller():
+    serializer = rpc.RequestContextSerializer()
+    values = serializer.serialize_context(
+        scheduler_context.RequestContext(user_id='u1'))
+    assert rpc.CALLER_EXMODS_KEY not in values
+    received = serializer.deserialize_context(values)
+    assert received.caller_exmods is None
+    assert rpc.nova_caller(received)
+
+
+def test_a_context_made_in_process_is_not_a_nova_caller(ctxt):
+    assert not rpc.nova_caller(ctxt)
+
+
+@pytest.mark.parametrize('error,cls', [
+    # A failure sent under Nova's name reaches us as a RemoteError.
+    (messaging.RemoteError('NoValidHost', 'No valid host was found. full',
+                           []), exception.NoValidHost),
+    (messaging.RemoteError('MaxRetriesExceeded', 'Exceeded 3', []),
+     exception.MaxRetriesExceeded),
+    # One sent under ours is rebuilt by oslo.messaging itself.
+    (exception.InvalidRequestSpec(reason='bad'), exception.InvalidRequestSpec),
+    (exception.as_nova(exception.NoValidHost(reason='full')),
+     exception.NoValidHost),
+])
+def test_errors_come_back_as_our_classes(start_server, client, ctxt,
+                                         monkeypatch, error, cls):
+    monkeypatch.setattr(FailingRecorder, 'error', error)
+    start_server(FailingRecorder)
+    with pytest.raises(cls) as info:
+        client().select_destinations(ctxt, _spec())
+    assert str(info.value).startswith(
+        getattr(error, 'value', None) or str(error))
+
+
+def test_other_remote_errors_stay_remote_errors(start_server, client, ctxt,
+                                                monkeypatch):
+    monkeypatch.setattr(FailingRecorder, 'error',
+                        messaging.RemoteError('NoSuchMethod', 'nope', []))
+    start_server(FailingRecorder)
+    with pytest.raises(messaging.RemoteError) as info:
+        client().select_destinations(ctxt, _spec())
+    assert info.value.exc_type == 'NoSuchMethod'

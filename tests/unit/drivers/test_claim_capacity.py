@@ -151,3 +151,24 @@ def test_the_host_state_form_agrees_with_the_table_form(ctx):
     mask = check.host_mask(manager.table, manager.table.all_rows, spec)
     assert per_host == mask.tolist() == [False] * 4 + [True] * 2
     assert isinstance(states[0], HostState)
+
+
+def test_a_boot_from_volume_root_disk_takes_no_local_disk(ctx, conf):
+    """``is_bfv``: the root disk is a volume, so neither the candidate
+    check, the DiskFilter, the consumption nor the claim counts it."""
+    nodes = db.compute_node_get_all(ctx)
+    for node in nodes:   # 100 GiB of local disk left on every host
+        db.compute_node_update(ctx, node['id'], {
+            'local_gb_used': 900, 'free_disk_gb': 100,
+            'disk_available_least': 100})
+    driver = filter_scheduler.FilterScheduler(ctx)
+    image_spec = seed.make_spec(vcpus=1, memory_mb=1024, root_gb=500)
+    with pytest.raises(Exception, match='not enough hosts'):
+        driver.select_destinations(ctx, image_spec)
+    volume_spec = seed.make_spec(vcpus=1, memory_mb=1024, root_gb=500,
+                                 is_bfv=True)
+    selections = driver.select_destinations(ctx, volume_spec)
+    state = driver.host_manager.host_state_map[
+        (selections[0][0].service_host, selections[0][0].nodename)]
+    assert state.local_gb_used == 900
+    assert [row['disk_gb'] for row in claims.get_claims(ctx)] == [0]

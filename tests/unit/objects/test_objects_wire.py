@@ -34,7 +34,8 @@ EXPECTED_OBJECTS = {
     'InstanceNUMACell', 'InstanceNUMATopology', 'InstancePCIRequest',
     'InstancePCIRequests', 'NUMATopologyLimits', 'RequestSpec',
     'SchedulerLimits', 'SchedulerRetries', 'SecurityGroup',
-    'SecurityGroupList', 'Selection',
+    'SecurityGroupList', 'Selection', 'RequestGroup', 'RequestLevelParams',
+    'NetworkMetadata', 'NetworkRequest', 'NetworkRequestList',
 }
 
 SAMPLE_UUID = '6e6bd3a2-3bb5-4c4c-9d43-43b1cd1d2c61'
@@ -72,6 +73,8 @@ def _sample_value(field_type):
         return {'key': _sample_value(field_type._element_type._type)}
     if isinstance(field_type, fields.UUID):
         return SAMPLE_UUID
+    if isinstance(field_type, fields.IPAddress):
+        return '192.0.2.7'
     if isinstance(field_type, fields.DateTime):
         return SAMPLE_TIME
     if isinstance(field_type, fields.Boolean):
@@ -512,7 +515,7 @@ def test_nova_ocata_request_spec_is_read(serializer):
     assert spec.image.properties.hw_architecture == 'x86_64'
     assert spec.image.properties.get('img_hv_type') == 'qemu'
     assert spec.image.properties.get('img_hv_requested_version') == '>=2.0'
-    assert spec.image.properties.get('hw_qemu_guest_agent') is None
+    assert spec.image.properties.get('hw_qemu_guest_agent') is True
 
     group = spec.instance_group
     assert group.VERSION == '1.10'
@@ -558,12 +561,17 @@ def test_nova_newton_request_spec_is_read(serializer):
 
 
 def test_nova_request_spec_from_a_newer_release_is_refused(serializer):
-    """Rocky's RequestSpec 1.11 must not be half-read."""
+    """A RequestSpec newer than Nova 34's 1.15 must not be half-read: the
+    error names the object, its version and ours."""
     wire = nova_ocata_request_spec()
-    wire['nova_object.version'] = '1.11'
+    wire['nova_object.version'] = '1.16'
     wire['nova_object.data']['is_bfv'] = False
-    with pytest.raises(exception.InvalidObjectPrimitive):
+    with pytest.raises(exception.ObjectVersionNotSupported) as info:
         _deserialize(serializer, wire)
+    assert info.value.kwargs == {'objname': 'RequestSpec', 'objver': '1.16',
+                                 'supported': '1.15'}
+    assert 'RequestSpec version 1.16 is not supported' in str(info.value)
+    assert 'up to version 1.15' in str(info.value)
 
 
 def test_our_request_spec_is_readable_as_nova_ocata_writes_it(to_wire):
