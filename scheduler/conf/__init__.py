@@ -11,12 +11,13 @@ from oslo_config import cfg
 from scheduler.conf import compute
 from scheduler.conf import database
 from scheduler.conf import moves
+from scheduler.conf import notifications
 from scheduler.conf import scheduler
 from scheduler.conf import trusted_computing
 from scheduler.conf import upgrade_levels
 
 CONF = cfg.CONF
 
-for _module in (compute, database, moves, scheduler, trusted_computing,
-                upgrade_levels):
+for _module in (compute, database, moves, notifications, scheduler,
+                trusted_computing, upgrade_levels):
     _module.register_opts(CONF)

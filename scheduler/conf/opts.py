@@ -9,12 +9,13 @@ import collections
 from scheduler.conf import compute
 from scheduler.conf import database
 from scheduler.conf import moves
+from scheduler.conf import notifications
 from scheduler.conf import scheduler
 from scheduler.conf import trusted_computing
 from scheduler.conf import upgrade_levels
 
-_MODULES = (compute, database, moves, scheduler, trusted_computing,
-                upgrade_levels)
+_MODULES = (compute, database, moves, notifications, scheduler,
+                trusted_computing, upgrade_levels)
 
 
 def list_opts():

@@ -10,6 +10,8 @@ _MODULES = ('aggregate', 'cell_mapping', 'compute_node', 'flavor',
             'image_meta', 'instance', 'instance_group', 'network', 'numa',
             'pci', 'request_group', 'request_spec', 'security_group',
             'selection')
+# The payloads of versioned notifications (sent, never received).
+_MODULES += ('notification',)
 
 
 def register_all():
