@@ -4,10 +4,16 @@
 generated fleet against a scheduler service embedded in this process and
 prints a table of figures.  The scheduler's own settings come from the
 usual ``--config-file``; the replay's options (``--trace``, ``--limit``,
-``--fleet``, ``--hosts``, ``--host-shape``, ``--seed``, ``--speed``,
-``--output``, ``--plot``, ``--placements``, ``--transport-url``,
-``--database-connection``, ``--seed-only``, ``--no-seed``, ...) parse
-with it; see ``scheduler.replay`` and ``scheduler-replay --help``.
+``--fleet``, ``--hosts``, ``--hosts-factor``, ``--host-shape``,
+``--seed``, ``--speed``, ``--compare``, ``--output``, ``--plot``,
+``--placements``, ``--transport-url``, ``--database-connection``,
+``--seed-only``, ``--no-seed``, ...) parse with it; see
+``scheduler.replay`` and ``scheduler-replay --help``.
+
+The progress bar and the tables are the output, so the service's and
+the transport's INFO lines are hidden (``QUIET_LOG_LEVELS``) unless the
+user asks for logs: with ``--debug`` or ``--log-file`` oslo.log's
+levels (or the configured ``default_log_levels``) apply.
 
 Against separately started services::
 
@@ -19,6 +25,7 @@ Against separately started services::
 Exit status: 0 on success, 2 when the replay could not run.
 """
 
+import logging as std_logging
 import sys
 
 from oslo_log import log as logging
@@ -27,7 +34,7 @@ from scheduler import config
 from scheduler.conf import CONF
 from scheduler.replay import agent
 from scheduler.replay import fleet
-from scheduler.replay import metrics
+from scheduler.replay import report
 from scheduler.replay import runner
 from scheduler.replay import trace
 
@@ -46,6 +53,14 @@ def _parse(argv):
     logging.set_defaults(default_log_levels=(
         logging.get_default_log_levels() + QUIET_LOG_LEVELS))
     config.parse_args(sys.argv[1:] if argv is None else argv)
+    if CONF.debug or CONF.log_file:
+        # The user asked for logs: their levels, not the quiet ones.
+        for pair in QUIET_LOG_LEVELS:
+            std_logging.getLogger(pair.split('=')[0]).setLevel(
+                std_logging.NOTSET)
+        CONF.set_default('default_log_levels',
+                         logging.get_default_log_levels())
+        logging.setup(CONF, 'scheduler')
 
 
 def main(argv=None):
@@ -61,7 +76,7 @@ def main(argv=None):
     if settings.seed_only:
         print('Seeded %d compute node(s).' % result['seeded_nodes'])
         return 0
-    metrics.print_table(result)
+    report.print_tables(result)
     return 0
 
 

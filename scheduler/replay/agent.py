@@ -15,23 +15,40 @@ compute node's resource tracker would report, with Nova's arithmetic
   ``num_os_type_None``, ``num_proj_<project>`` and ``io_workload`` (0: a
   build is over by the time the row is written).
 
-``ComputeAgents`` does what the chosen compute service does after a
-decision: it records the instances (``instance_create`` with host and
-node), writes the node's new ``compute_nodes`` row (``compute_node_update``
-also bumps ``updated_at``, so the scheduler takes the row over its own
-virtual consumption on its next request), drops the scheduler's claims for
-the new instances, which that row now counts (what the scheduler's
-periodic reconciliation would do later; done at once, so that a replay's
-placements do not depend on when it runs), and casts
-``update_instance_info`` with the new instances.  On a deletion it
-soft-deletes the instance, writes the row and casts
-``delete_instance_info``.  The agent's own claims always succeed: it
-trusts the scheduler's choice and does not check the limits.
+``ComputeAgents`` does what the chosen compute services do after a
+decision, in one database transaction for the whole request: it records
+the instances (their ``instances`` rows, host and node set), writes each
+chosen node's new ``compute_nodes`` row (``generation`` + 1 and
+``updated_at`` bumped, as ``compute_node_update`` does, so the scheduler
+takes the row over its own virtual consumption on its next request) and
+drops the scheduler's claims for the new instances, which those rows now
+count (what the scheduler's periodic reconciliation would do later; done
+at once, in the same transaction, so that a replay's placements do not
+depend on when it runs).  Once that is committed it casts
+``update_instance_info`` to each chosen host with its new instances.
+
+Deletions are recorded in memory one by one (``remove``) and written
+together (``commit_removals``): the instances soft-deleted and each
+changed node's row written in one transaction, then one
+``delete_instance_info`` cast per instance, as Nova's compute sends.  The
+replay commits the deletions due before an arrival before it sends that
+arrival's request, so the scheduler sees at each decision exactly the
+rows the agents would have written one event at a time.  The agent's own
+claims always succeed: it trusts the scheduler's choice and does not
+check the limits.  The writes are SQLAlchemy Core statements run once per
+batch (``executemany``), not ORM objects: per instance they cost a
+parameter dict.
 """
 
 import collections
 import dataclasses
+import functools
+import os
 import uuid
+
+import sqlalchemy as sa
+from oslo_serialization import jsonutils
+from oslo_utils import timeutils
 
 from scheduler.db import api as db
 from scheduler.db import claims
@@ -41,6 +58,14 @@ from scheduler.objects import instance as instance_obj
 ACTIVE = 'active'
 RUNNING = 1  # Nova's power_state.RUNNING
 REPLAY_USER = 'replay'
+UUID_BYTES = 16
+# What the scheduler reads of an instance (``scheduler.objects.instance``):
+# the fields of the Instances an update_instance_info cast carries.
+CAST_FIELDS = ('uuid', 'host', 'node', 'instance_type_id', 'project_id')
+# The compute_nodes columns a node reports (``NodeUsage.row_values``).
+ROW_COLUMNS = ('vcpus_used', 'memory_mb_used', 'local_gb_used',
+               'free_ram_mb', 'free_disk_gb', 'disk_available_least',
+               'running_vms', 'current_workload', 'stats')
 
 
 class AgentError(RuntimeError):
@@ -49,12 +74,14 @@ class AgentError(RuntimeError):
 
 @dataclasses.dataclass(slots=True)
 class Placed:
-    """An instance the replay created: its VM, uuid and node key."""
+    """An instance the replay created: its VM, uuid (None in a
+    simulation), node key and node index in the fleet."""
 
     vm: object
-    uuid: str
+    uuid: str | None
     host: str
     nodename: str
+    index: int = -1
 
     @property
     def node_key(self):
@@ -71,8 +98,10 @@ class NodeUsage:
 
     def __init__(self, compute_id, host, nodename, vcpus, memory_mb,
                  local_gb, cpu_allocation_ratio=None,
-                 ram_allocation_ratio=None, disk_allocation_ratio=None):
+                 ram_allocation_ratio=None, disk_allocation_ratio=None,
+                 index=-1):
         self.compute_id = compute_id
+        self.index = index
         self.host = host
         self.nodename = nodename
         self.vcpus = vcpus
@@ -91,14 +120,15 @@ class NodeUsage:
         self.projects = collections.Counter()
 
     @classmethod
-    def from_row(cls, row):
+    def from_row(cls, row, index=-1):
         """Start from a ``compute_nodes`` row dict and its reported usage
-        (counting its ``running_vms`` as instances of no project)."""
+        (counting its ``running_vms`` as instances of no project);
+        ``index`` is the node's position in the fleet."""
         node = cls(row['id'], row['host'], row['hypervisor_hostname'],
                    row['vcpus'], row['memory_mb'], row['local_gb'],
                    row.get('cpu_allocation_ratio'),
                    row.get('ram_allocation_ratio'),
-                   row.get('disk_allocation_ratio'))
+                   row.get('disk_allocation_ratio'), index)
         node.vcpus_used = row.get('vcpus_used') or 0
         node.memory_mb_used = row.get('memory_mb_used') or 0
         node.local_gb_used = row.get('local_gb_used') or 0
@@ -127,6 +157,11 @@ class NodeUsage:
     def remove(self, vm):
         """Stop counting an instance of ``vm``'s size."""
         self._apply(vm, -1)
+
+    @property
+    def usage(self):
+        """``(vcpus_used, memory_mb_used, local_gb_used)``."""
+        return (self.vcpus_used, self.memory_mb_used, self.local_gb_used)
 
     @property
     def free_ram_mb(self):
@@ -179,15 +214,82 @@ class NodeUsage:
                 'stats': self.stats()}
 
 
-def instance_values(vm, instance_uuid, host, nodename, flavor_id=None):
-    """The ``instances`` row of ``vm`` built on ``host``/``nodename``."""
+def instance_values(vm, instance_uuid, host, nodename, flavor_id=None,
+                    now=None):
+    """The ``instances`` row of ``vm`` built on ``host``/``nodename`` at
+    ``now`` (naive UTC, default the current time)."""
     return {'uuid': instance_uuid, 'project_id': vm.project_id,
             'user_id': REPLAY_USER, 'vcpus': vm.vcpus,
             'memory_mb': vm.memory_mb, 'root_gb': vm.disk_gb,
             'ephemeral_gb': 0, 'host': host, 'node': nodename,
             'launched_on': host, 'instance_type_id': flavor_id,
             'availability_zone': vm.availability_zone,
-            'vm_state': ACTIVE, 'power_state': RUNNING}
+            'vm_state': ACTIVE, 'power_state': RUNNING,
+            'created_at': now or timeutils.utcnow()}
+
+
+def _node_statement():
+    """UPDATE of a live node's reported usage by id: the ``row_values``
+    columns from ``new_<column>`` parameters, ``generation`` + 1 and
+    ``updated_at = :now`` (what ``db.compute_node_update`` writes)."""
+    nodes = db.COMPUTE_NODES
+    values = {name: sa.bindparam('new_' + name) for name in ROW_COLUMNS}
+    return (sa.update(nodes)
+            .where(nodes.c.id == sa.bindparam('node_id'), nodes.c.deleted == 0)
+            .values(generation=nodes.c.generation + 1,
+                    updated_at=sa.bindparam('now'), **values))
+
+
+def _destroy_statement():
+    """Nova's soft delete of a live instance by uuid (``deleted = id``,
+    ``deleted_at = :now``, ``updated_at`` kept), as
+    ``db.instance_destroy`` does."""
+    instances = db.INSTANCES
+    return (sa.update(instances)
+            .where(instances.c.uuid == sa.bindparam('instance_uuid'),
+                   instances.c.deleted == 0)
+            .values(deleted=instances.c.id, deleted_at=sa.bindparam('now'),
+                    updated_at=instances.c.updated_at))
+
+
+@functools.cache
+def _statements():
+    """The agents' statements, built once (building one costs more than
+    running it)."""
+    return {'insert': sa.insert(db.INSTANCES), 'node': _node_statement(),
+            'destroy': _destroy_statement()}
+
+
+def _node_params(node, now):
+    """The ``_node_statement`` parameters of ``node``'s current usage."""
+    params = {'new_' + name: value
+              for name, value in node.row_values().items()}
+    params['new_stats'] = jsonutils.dumps(params['new_stats'])
+    params.update(node_id=node.compute_id, now=now)
+    return params
+
+
+def _cast_instance(values):
+    """The Instance an ``update_instance_info`` cast carries for the
+    ``instance_values`` dict ``values``: its ``CAST_FIELDS``."""
+    return instance_obj.Instance.from_db(
+        {name: values[name] for name in CAST_FIELDS})
+
+
+def _execute_all(session, name, params, what):
+    """Run the statement ``name`` once per parameter dict (one
+    executemany); AgentError unless each matched one row (checked where
+    the driver sums an executemany's row counts)."""
+    if not params:
+        return
+    result = session.execute(_statements()[name], params)
+    dialect = session.get_bind().dialect
+    if len(params) > 1 and not dialect.supports_sane_multi_rowcount:
+        return
+    if result.rowcount != len(params):
+        raise AgentError('%d of %d %s were not found in the database'
+                         % (len(params) - result.rowcount, len(params),
+                            what))
 
 
 class ComputeAgents:
@@ -195,16 +297,16 @@ class ComputeAgents:
 
     ``ctx`` is the database (and RPC) context, ``api`` a SchedulerAPI (or
     anything with its ``update_instance_info`` / ``delete_instance_info``)
-    and ``rows`` the ``compute_nodes`` row dicts of the fleet.
+    and ``rows`` the ``compute_nodes`` row dicts of the fleet; a node's
+    ``index`` is its position in ``rows``.
     """
 
     def __init__(self, ctx, api, rows):
         self.ctx = ctx
         self.api = api
-        self.nodes = {}
-        for row in rows:
-            node = NodeUsage.from_row(row)
-            self.nodes[node.key] = node
+        self.ordered = [NodeUsage.from_row(row, index)
+                        for index, row in enumerate(rows)]
+        self.nodes = {node.key: node for node in self.ordered}
 
     def node(self, host, nodename):
         """The NodeUsage of a node; AgentError when it is unknown."""
@@ -218,54 +320,86 @@ class ComputeAgents:
     def new_uuid():
         """A fresh instance uuid (not from ``random``: the scheduler's
         seeded choices must not depend on the replay)."""
-        return str(uuid.uuid4())
+        return ComputeAgents.new_uuids(1)[0]
+
+    @staticmethod
+    def new_uuids(count):
+        """``count`` fresh random (version 4) instance uuids from one
+        read of ``os.urandom``."""
+        data = os.urandom(UUID_BYTES * count)
+        return [str(uuid.UUID(bytes=data[start:start + UUID_BYTES],
+                              version=4))
+                for start in range(0, len(data), UUID_BYTES)]
 
     def spawn(self, vms, uuids, destinations, flavor_id=None):
         """Build ``vms[i]`` (uuid ``uuids[i]``) on ``destinations[i]``
         (``{'host', 'nodename', ...}`` dicts from select_destinations).
 
-        Per node, in order of first choice: create its instances and
-        write its row in one transaction (committed before anything else
-        happens), then cast its new instances.  Returns ``(placed, nodes)``:
-        the Placed list in ``vms`` order and the NodeUsages changed.
+        In one transaction: create the instances, write every chosen
+        node's row and release the instances' claims; once committed,
+        cast each node's new instances, nodes in order of first choice.
+        Returns ``(placed, nodes)``: the Placed list in ``vms`` order and
+        the NodeUsages changed.
         """
         by_node = collections.OrderedDict()
         placed = []
         for vm, instance_uuid, dest in zip(vms, uuids, destinations,
                                            strict=True):
             node = self.node(dest['host'], dest['nodename'])
-            record = Placed(vm, instance_uuid, node.host, node.nodename)
+            record = Placed(vm, instance_uuid, node.host, node.nodename,
+                            node.index)
             placed.append(record)
             by_node.setdefault(node.key, []).append(record)
-        for key, records in by_node.items():
-            self._build_on(self.nodes[key], records, flavor_id)
-        return placed, [self.nodes[key] for key in by_node]
+        now = timeutils.utcnow()
+        values = [instance_values(record.vm, record.uuid, record.host,
+                                  record.nodename, flavor_id, now)
+                  for record in placed]
+        nodes = [self.nodes[key] for key in by_node]
+        for record in placed:
+            self.nodes[record.node_key].add(record.vm)
+        with db.context_manager.writer.using(self.ctx) as session:
+            session.execute(_statements()['insert'], values)
+            _execute_all(session, 'node',
+                         [_node_params(node, now) for node in nodes],
+                         'compute nodes')
+            claims.release_many(self.ctx, uuids)
+        instances = {row['uuid']: _cast_instance(row) for row in values}
+        for node, records in zip(nodes, by_node.values(), strict=True):
+            self.api.update_instance_info(
+                self.ctx, node.host, instance_obj.InstanceList(
+                    objects=[instances[record.uuid] for record in records]))
+        return placed, nodes
 
-    def _build_on(self, node, records, flavor_id):
-        instances = []
-        with db.context_manager.writer.using(self.ctx):
-            for record in records:
-                row = db.instance_create(self.ctx, instance_values(
-                    record.vm, record.uuid, node.host, node.nodename,
-                    flavor_id))
-                instances.append(instance_obj.Instance.from_db(row))
-                node.add(record.vm)
-            db.compute_node_update(self.ctx, node.compute_id,
-                                   node.row_values())
-        claims.release_many(self.ctx, [record.uuid for record in records])
-        self.api.update_instance_info(
-            self.ctx, node.host,
-            instance_obj.InstanceList(objects=instances))
-
-    def destroy(self, record):
-        """Delete the instance of a Placed record: soft-delete its row,
-        write its node's row, cast ``delete_instance_info``.  Returns the
+    def remove(self, record):
+        """Stop counting the instance of a Placed record on its node (in
+        memory only: ``commit_removals`` writes it).  Returns the
         NodeUsage changed."""
         node = self.node(record.host, record.nodename)
-        with db.context_manager.writer.using(self.ctx):
-            db.instance_destroy(self.ctx, record.uuid)
-            node.remove(record.vm)
-            db.compute_node_update(self.ctx, node.compute_id,
-                                   node.row_values())
-        self.api.delete_instance_info(self.ctx, node.host, record.uuid)
+        node.remove(record.vm)
+        return node
+
+    def commit_removals(self, records):
+        """Write the deletions of ``records`` (Placed, already
+        ``remove``d): soft-delete their instances and write their nodes'
+        rows in one transaction, then cast ``delete_instance_info`` for
+        each, in order."""
+        if not records:
+            return
+        now = timeutils.utcnow()
+        keys = dict.fromkeys(record.node_key for record in records)
+        with db.context_manager.writer.using(self.ctx) as session:
+            _execute_all(session, 'destroy',
+                         [{'instance_uuid': record.uuid, 'now': now}
+                          for record in records], 'instances')
+            _execute_all(session, 'node',
+                         [_node_params(self.nodes[key], now)
+                          for key in keys], 'compute nodes')
+        for record in records:
+            self.api.delete_instance_info(self.ctx, record.host, record.uuid)
+
+    def destroy(self, record):
+        """Delete the instance of a Placed record at once (``remove`` then
+        ``commit_removals``).  Returns the NodeUsage changed."""
+        node = self.remove(record)
+        self.commit_removals([record])
         return node

@@ -20,7 +20,8 @@ A fleet CSV has one compute node per row and a header line.  Columns:
     Default ``QEMU``.
 
 ``generate_fleet`` builds a homogeneous fleet from a host shape
-``vcpus:memory_mb:local_gb`` (e.g. ``64:262144:2000``), hosts named
+``vcpus:memory_mb:local_gb`` (e.g. ``64:262144:2000``; without
+``local_gb`` the replay chooses the disk, see ``runner``), hosts named
 ``compute-0001``, ``compute-0002``, ... (node name = host name).
 
 ``seed_fleet`` writes a fleet into an empty database the way compute
@@ -176,19 +177,20 @@ def write_fleet(path, hosts):
 
 def parse_host_shape(text):
     """``'vcpus:memory_mb:local_gb'`` -> ``(vcpus, memory_mb, local_gb)``
-    (CPUs, MiB, GiB), each a positive integer.
+    (CPUs, MiB, GiB), each a positive integer; ``'vcpus:memory_mb'`` ->
+    ``(vcpus, memory_mb, None)``, the disk left to the caller.
 
-    :raises FleetError: not three positive integers.
+    :raises FleetError: not two or three positive integers.
     """
     parts = str(text).split(':')
     try:
         shape = tuple(int(part) for part in parts)
     except ValueError:
         shape = ()
-    if len(shape) != 3 or min(shape) <= 0:
-        raise FleetError('host shape %r is not vcpus:memory_mb:local_gb '
-                         '(three positive integers)' % (text,))
-    return shape
+    if len(shape) not in (2, 3) or min(shape) <= 0:
+        raise FleetError('host shape %r is not vcpus:memory_mb[:local_gb] '
+                         '(positive integers)' % (text,))
+    return shape + (None,) * (3 - len(shape))
 
 
 def generate_fleet(count, shape):

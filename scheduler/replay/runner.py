@@ -1,12 +1,15 @@
-"""The replay itself: options, deployments and the event loop.
+"""The replay itself: options, deployments and the run.
 
 Two deployments:
 
 embedded (the default)
     The scheduler service runs in this process (``SchedulerService``) on
-    the real rabbit driver over kombu's in-memory transport
-    (``kombu+memory:////``), with a temporary SQLite file as its database
-    unless ``--database-connection`` names another.
+    the real rabbit driver over an in-memory broker (``broker``: kombu's
+    in-memory transport whose consumers wait instead of polling), with a
+    temporary SQLite file as its database unless
+    ``--database-connection`` names another.  Its RPC server runs
+    ``EMBEDDED_POOL_SIZE`` threads unless ``[DEFAULT]
+    executor_thread_pool_size`` is configured.
 external (``--transport-url``)
     The replay talks to scheduler services started separately
     (``scheduler-service``) over that transport, on the database of
@@ -17,27 +20,33 @@ external (``--transport-url``)
     separate service takes ``[scheduler] random_seed`` from its own
     configuration.
 
-The loop (``Replay.run``): seed the database (unless ``--no-seed``),
-read the compute nodes back, group the trace into requests and walk the
-events in time order.  An arrival is one ``select_destinations`` call
-through ``SchedulerAPI``; the simulated compute agents (``agent``) then
-record the instances, write the nodes' rows and cast
-``update_instance_info``.  A deletion, at arrival + lifetime, destroys the
-instance, writes the row and casts ``delete_instance_info``.  The window
-ends with the last arrival: later deletions are not replayed.
-NoValidHost is counted, never fatal; other call errors are counted too,
-and the replay stops after ``MAX_CONSECUTIVE_ERRORS`` in a row.  Trace
-time is simulated: with ``--speed X`` the loop sleeps so that events
-happen at X times real time, otherwise it never sleeps.  A background
-thread refreshes every compute service's heartbeat each
+The run (``run``): read the trace and group it into requests, size and
+seed the fleet (unless ``--no-seed``), read the compute nodes back,
+print the capacity lower bound of the trace on them, and replay
+(``replayer.Replay``, an ``loop.EventLoop``: every arrival one
+``select_destinations`` call, every departure replayed, also after the
+last arrival).  With ``--compare`` the reference policies
+(``policies``) run on the same requests and nodes in a separate process
+meanwhile.  Trace time is simulated: with ``--speed X`` the loop sleeps
+so that events happen at X times real time, otherwise it never sleeps.
+A background thread refreshes every compute service's heartbeat each
 ``HEARTBEAT_INTERVAL_S`` wall seconds so that ComputeFilter keeps the
 hosts up however long the replay takes.
+
+A generated fleet has ``--hosts`` hosts of ``--host-shape``, or with
+``--hosts-factor F`` ``ceil(F x peak lower bound)`` of them, the bound
+being that of the whole trace (every VM placed) on hosts of that shape.
+A shape ``VCPUS:MEMORY_MB`` without a disk gets a disk large enough for
+every VM of the trace at once (their root disks added up, at least 1
+GiB), so that disk never constrains.
 
 Why placements are deterministic (same seed and settings give the same
 placements CSV, embedded or against one separate service):
 
 * the replay waits for each decision and writes the chosen nodes' rows
-  (committed) before it sends the next request;
+  (committed) before it sends the next request, and commits the
+  departures due before an arrival before it sends that arrival's
+  request;
 * the scheduler re-reads every ``compute_nodes`` row on each request, and
   a row written after its virtual consumption replaces it (the row's
   ``updated_at`` is newer; both clocks are the same machine's), so every
@@ -57,20 +66,21 @@ order the broker hands requests out, each with its own random source, so
 only a single service with sequential calls is reproducible.
 """
 
+import concurrent.futures
 import contextlib
-import csv
+import multiprocessing
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import time
 
-import oslo_messaging as messaging
 from oslo_config import cfg
 from oslo_log import log as logging
+from oslo_messaging import opts as messaging_opts
 
 from scheduler import context as scheduler_context
-from scheduler import exception
 from scheduler import objects
 from scheduler import rpc
 from scheduler import rpcapi
@@ -78,11 +88,15 @@ from scheduler import service
 from scheduler.conf import CONF
 from scheduler.db import api as db
 from scheduler.db import migration
-from scheduler.objects import flavor as flavor_obj
-from scheduler.objects import request_spec
+from scheduler.host_state import resolve_allocation_ratio
 from scheduler.replay import agent
+from scheduler.replay import broker
+from scheduler.replay import capacity as capacity_mod
 from scheduler.replay import fleet
 from scheduler.replay import metrics
+from scheduler.replay import policies
+from scheduler.replay import replayer
+from scheduler.replay import report
 from scheduler.replay import trace
 
 LOG = logging.getLogger(__name__)
@@ -97,11 +111,17 @@ DEFAULT_TRACE = os.path.join(DATA_DIR, 'azure-v1-slice.csv.gz')
 DEFAULT_HOSTS = 24
 DEFAULT_HOST_SHAPE = '64:262144:2000'
 DEFAULT_SEED = 0
-EMBEDDED_TRANSPORT_URL = 'kombu+memory:////'
+EMBEDDED_TRANSPORT_URL = broker.URL
 SHM_DIR = '/dev/shm'
 HEARTBEAT_INTERVAL_S = 10.0
-MAX_CONSECUTIVE_ERRORS = 5
+# Threads of the embedded service's RPC server (oslo.messaging's default
+# is 64): they share this process's interpreter lock, so more of them only
+# contend for it (4,000 VMs of the Azure trace on 1,121 nodes: 64 threads
+# take about 40% longer).
+EMBEDDED_POOL_SIZE = 4
 PROGRESS_EVERY = 25
+
+ReplayError = replayer.ReplayError
 
 REPLAY_OPTS = [
     cfg.StrOpt('trace', default=DEFAULT_TRACE, metavar='PATH',
@@ -114,9 +134,15 @@ REPLAY_OPTS = [
                     'generated fleet of --hosts hosts of --host-shape.'),
     cfg.IntOpt('hosts', default=DEFAULT_HOSTS, min=1, metavar='N',
                help='Number of hosts of the generated fleet.'),
+    cfg.FloatOpt('hosts-factor', min=0.0, metavar='F',
+                 help='Size the generated fleet at F times the peak '
+                      'capacity lower bound of the trace on hosts of '
+                      '--host-shape (instead of --hosts).'),
     cfg.StrOpt('host-shape', default=DEFAULT_HOST_SHAPE,
-               metavar='VCPUS:MEMORY_MB:LOCAL_GB',
-               help='vcpus:memory_mb:local_gb of each generated host.'),
+               metavar='VCPUS:MEMORY_MB[:LOCAL_GB]',
+               help='vcpus:memory_mb:local_gb of each generated host; '
+                    'without local_gb, a disk large enough for every VM '
+                    'of the trace at once (disk never constrains).'),
     cfg.IntOpt('seed', default=None, metavar='N',
                help='[scheduler] random_seed of the embedded service '
                     '(default: the configured one, else 0).'),
@@ -128,11 +154,16 @@ REPLAY_OPTS = [
                  help='Seconds of the bins in which consecutive VMs of '
                       'one project and flavor form one request; 0 sends '
                       'every VM alone.'),
+    cfg.BoolOpt('compare', default=False,
+                help='Also run the reference policies (first-fit, '
+                     'best-fit) on the same trace and fleet and print '
+                     'them next to the service.'),
     cfg.StrOpt('output', metavar='PATH',
                help='Write the figures as JSON to this file.'),
     cfg.StrOpt('plot', metavar='PATH',
-               help='Draw hosts in use and utilisation over trace time '
-                    'into this PNG file.'),
+               help='Draw hosts in use against the lower bound, '
+                    'utilisation, stranded capacity and NoValidHost '
+                    'moments over trace time into this PNG file.'),
     cfg.StrOpt('placements', metavar='PATH',
                help='Write vm_id,host,nodename per VM (empty host: not '
                     'placed) to this CSV file.'),
@@ -156,10 +187,6 @@ REPLAY_OPTS = [
 ]
 
 
-class ReplayError(RuntimeError):
-    """The replay cannot go on."""
-
-
 def register_opts(conf=CONF):
     """Register the replay's command-line options on ``conf`` (once)."""
     missing = [opt for opt in REPLAY_OPTS if opt.dest not in conf]
@@ -177,9 +204,11 @@ class Settings:
         self.limit = conf.limit
         self.fleet = conf.fleet
         self.hosts = conf.hosts
+        self.hosts_factor = conf.hosts_factor
         self.host_shape = fleet.parse_host_shape(conf.host_shape)
         self.speed = conf.speed or None
         self.group_window_s = conf.group_window
+        self.compare = conf.compare
         self.output = conf.output
         self.plot = conf.plot
         self.placements = conf.placements
@@ -192,16 +221,45 @@ class Settings:
         self.random_seed = _random_seed(conf)
         if self.seed_only and self.no_seed:
             raise ReplayError('--seed-only and --no-seed exclude each other')
+        if self.hosts_factor and (self.fleet or self.no_seed):
+            raise ReplayError('--hosts-factor sizes a generated fleet: it '
+                              'does not apply with --fleet or --no-seed')
 
     @property
     def embedded(self):
         return not self.transport_url
 
-    def fleet_specs(self):
-        """The HostSpecs to seed: the fleet CSV, else a generated fleet."""
+    @property
+    def needs_trace(self):
+        """Whether the trace must be read: to replay it, or to size the
+        generated fleet from it."""
+        return not self.seed_only or (
+            not self.fleet and not self.no_seed and
+            (self.hosts_factor or self.host_shape[2] is None))
+
+    def fleet_specs(self, requests=()):
+        """The HostSpecs to seed: the fleet CSV, else a generated fleet
+        (sized and its disk chosen from ``requests`` as the module
+        docstring says; ``hosts`` and ``host_shape`` then record what
+        was generated)."""
         if self.fleet:
             return fleet.read_fleet(self.fleet)
-        return fleet.generate_fleet(self.hosts, self.host_shape)
+        shape = generated_shape(self.host_shape, requests)
+        self.hosts = self.generated_hosts(shape, requests)
+        self.host_shape = shape
+        return fleet.generate_fleet(self.hosts, shape)
+
+    def generated_hosts(self, shape, requests):
+        """``--hosts``, or with ``--hosts-factor`` that many times the
+        peak lower bound of ``requests`` on hosts of ``shape``."""
+        if not self.hosts_factor:
+            return self.hosts
+        limits = capacity_mod.FleetCapacity.from_specs(
+            fleet.generate_fleet(1, shape)).limits[0]
+        _, held = capacity_mod.trace_demand(requests)
+        peak = capacity_mod.bound_for_shape(
+            held.max(axis=0, initial=0.0), limits)
+        return capacity_mod.fleet_size_for(self.hosts_factor, peak)
 
     def describe(self, conf=CONF):
         """JSON-ready description of the run and the scheduler's settings."""
@@ -226,8 +284,8 @@ class Settings:
                         'disk_weight_multiplier',
                         'io_ops_weight_multiplier')},
                 'allocation_ratios': {
-                    name: getattr(conf, name) for name in
-                    fleet.RATIO_NAMES},
+                    name: resolve_allocation_ratio(name, None)
+                    for name in fleet.RATIO_NAMES},
             },
         }
 
@@ -237,7 +295,18 @@ class Settings:
         if self.fleet:
             return os.path.abspath(self.fleet)
         return {'generated_hosts': self.hosts,
+                'hosts_factor': self.hosts_factor,
                 'host_shape': ':'.join(map(str, self.host_shape))}
+
+
+def generated_shape(shape, requests):
+    """``shape`` with its disk: given, else the root disks of every VM
+    of ``requests`` added up (at least 1 GiB)."""
+    vcpus, memory_mb, local_gb = shape
+    if local_gb is None:
+        local_gb = max(1, sum(vm.disk_gb for request in requests
+                              for vm in request.vms))
+    return (vcpus, memory_mb, local_gb)
 
 
 def _random_seed(conf):
@@ -300,6 +369,7 @@ class Deployment:
     def start(self):
         """Make the transport; embedded, start the service too."""
         url = self.settings.transport_url or EMBEDDED_TRANSPORT_URL
+        broker.register()
         self.transport = rpc.get_transport(self.conf, url=url)
         if self.settings.embedded:
             self.conf.set_override('transport_url', url)
@@ -307,6 +377,7 @@ class Deployment:
                                    'oslo_messaging_rabbit')
             self.conf.set_override('random_seed', self.settings.random_seed,
                                    'scheduler')
+            _set_pool_size_default(self.conf, EMBEDDED_POOL_SIZE)
             self.service = service.SchedulerService(self.transport)
             self.service.start()
         return rpcapi.SchedulerAPI(self.transport,
@@ -329,6 +400,18 @@ class Deployment:
         db.context_manager.dispose_pool()
         if self._tempdir:
             shutil.rmtree(self._tempdir, ignore_errors=True)
+
+
+def _set_pool_size_default(conf, size):
+    """Make ``size`` the default of oslo.messaging's ``[DEFAULT]
+    executor_thread_pool_size`` (registering the option as the library
+    lists it), so that a configuration file still overrides it."""
+    if 'executor_thread_pool_size' not in conf:
+        for group, opts in messaging_opts.list_opts():
+            conf.register_opts([opt for opt in opts
+                                if opt.dest == 'executor_thread_pool_size'],
+                               group=None if group == 'DEFAULT' else group)
+    conf.set_default('executor_thread_pool_size', size)
 
 
 class Heartbeat:
@@ -362,238 +445,158 @@ class Heartbeat:
         self._thread.join()
 
 
-# ----------------------------------------------------------------- loop --
-
-class FlavorCatalog:
-    """Flavor objects for trace sizes, ids from 1 in first-seen order."""
-
-    def __init__(self):
-        self._flavors = {}
-
-    def get(self, vm):
-        """The Flavor of ``vm`` (root disk ``disk_gb`` GiB, no swap)."""
-        key = (vm.size, vm.flavor_name)
-        flavor = self._flavors.get(key)
-        if flavor is None:
-            flavor_id = len(self._flavors) + 1
-            flavor = flavor_obj.Flavor(
-                id=flavor_id, name=vm.flavor_name, flavorid=str(flavor_id),
-                memory_mb=vm.memory_mb, vcpus=vm.vcpus, root_gb=vm.disk_gb,
-                ephemeral_gb=0, swap=0, extra_specs={}, is_public=True,
-                disabled=False, projects=[], rxtx_factor=1.0)
-            self._flavors[key] = flavor
-        return flavor
-
-
-def build_spec(request, flavor, instance_uuids):
-    """The RequestSpec of a trace Request for ``flavor``."""
-    first = request.first
-    spec = request_spec.RequestSpec(
-        flavor=flavor, num_instances=request.num_instances,
-        instance_uuid=instance_uuids[0], project_id=first.project_id,
-        availability_zone=first.availability_zone)
-    return spec.ensure_defaults()
-
-
-class PlacementsWriter:
-    """``vm_id,host,nodename`` rows, in decision order (or nothing)."""
-
-    def __init__(self, path):
-        self._file = open(path, 'w', newline='') if path else None
-        self._writer = None
-        if self._file is not None:
-            self._writer = csv.writer(self._file, lineterminator='\n')
-            self._writer.writerow(('vm_id', 'host', 'nodename'))
-
-    def placed(self, records):
-        if self._writer is not None:
-            for record in records:
-                self._writer.writerow((record.vm.vm_id, record.host,
-                                       record.nodename))
-
-    def rejected(self, vms):
-        if self._writer is not None:
-            for vm in vms:
-                self._writer.writerow((vm.vm_id, '', ''))
-
-    def close(self):
-        if self._file is not None:
-            self._file.close()
-
-
-class Replay:
-    """One replay of ``requests`` on the agents' fleet through ``api``."""
-
-    def __init__(self, ctx, api, agents, requests, flavor, settings,
-                 placements=None):
-        self.ctx = ctx
-        self.api = api
-        self.agents = agents
-        self.requests = requests
-        self.settings = settings
-        self.catalog = FlavorCatalog()
-        self.decisions = metrics.DecisionStats()
-        self.gauge = metrics.FleetGauge(flavor, agents.nodes.values())
-        self.series = metrics.TimeSeries()
-        self.placements = placements or PlacementsWriter(None)
-        self.queue = trace.EventQueue(requests)
-        self.end_s = requests[-1].time_s if requests else 0.0
-        self._errors_in_a_row = 0
-
-    def run(self, progress=None):
-        """Process every event; ``progress`` (a tqdm bar or None) moves
-        one step per request."""
-        start_wall = time.monotonic()
-        start_s = self.queue.peek_time()
-        while self.queue:
-            event = self.queue.pop()
-            self._pace(start_wall, start_s, event.time_s)
-            if event.kind == trace.ARRIVAL:
-                self._arrive(event.payload)
-                self._progress(progress)
-            else:
-                self.gauge.update(self.agents.destroy(event.payload))
-            self.series.sample(event.time_s, self.gauge.totals())
-
-    def _pace(self, start_wall, start_s, time_s):
-        if not self.settings.speed:
-            return
-        due = start_wall + (time_s - start_s) / self.settings.speed
-        delay = due - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
-
-    def _progress(self, progress):
-        if progress is None:
-            return
-        progress.update(1)
-        if self.decisions.requests % PROGRESS_EVERY == 0:
-            progress.set_postfix(placed=self.decisions.instances_placed,
-                                 novalidhost=self.decisions.no_valid_host,
-                                 refresh=False)
-
-    def _arrive(self, request):
-        flavor = self.catalog.get(request.first)
-        uuids = [self.agents.new_uuid() for _ in request.vms]
-        spec = build_spec(request, flavor, uuids)
-        started = time.perf_counter()
-        try:
-            destinations = self.api.select_destinations(
-                self.ctx, spec, instance_uuids=uuids)
-        except exception.NoValidHost:
-            self._rejected(request, time.perf_counter() - started)
-            return
-        except (messaging.MessagingException, exception.SchedulerException):
-            self._failed(request, time.perf_counter() - started)
-            return
-        self.decisions.record(time.perf_counter() - started,
-                              request.num_instances, len(destinations))
-        self._errors_in_a_row = 0
-        self._build(request, uuids, destinations, flavor.id)
-
-    def _rejected(self, request, latency_s):
-        self.decisions.record(latency_s, request.num_instances, 0)
-        self.placements.rejected(request.vms)
-        self._errors_in_a_row = 0
-
-    def _failed(self, request, latency_s):
-        LOG.exception('select_destinations failed for request %d',
-                      request.index)
-        self.decisions.record_error(latency_s, request.num_instances)
-        self.placements.rejected(request.vms)
-        self._errors_in_a_row += 1
-        if self._errors_in_a_row >= MAX_CONSECUTIVE_ERRORS:
-            raise ReplayError('%d select_destinations calls failed in a '
-                              'row' % self._errors_in_a_row)
-
-    def _build(self, request, uuids, destinations, flavor_id):
-        if len(destinations) != request.num_instances:
-            raise ReplayError('asked for %d hosts, got %d'
-                              % (request.num_instances, len(destinations)))
-        placed, nodes = self.agents.spawn(request.vms, uuids, destinations,
-                                          flavor_id)
-        for node in nodes:
-            self.gauge.update(node)
-        self.placements.placed(placed)
-        for record in placed:
-            lifetime = record.vm.lifetime_s
-            if lifetime is None:
-                continue
-            if request.time_s + lifetime <= self.end_s:
-                self.queue.push_deletion(request.time_s + lifetime, record)
-
-
 # ---------------------------------------------------------------- entry --
 
-def seed_database(ctx, settings):
+def seed_database(ctx, settings, requests=()):
     """Create the schema and seed the fleet; returns the HostSpecs."""
     migration.db_sync(db.get_engine())
-    specs = settings.fleet_specs()
+    specs = settings.fleet_specs(requests)
     fleet.seed_fleet(ctx, specs)
     return specs
 
 
 def load_requests(settings):
-    """``(requests, reference size)`` of the trace (see ``trace``)."""
+    """The trace's requests (see ``trace``); warns when
+    ``--group-window`` has no project id to group by."""
     vms = trace.read_trace(settings.trace, settings.limit)
     if not vms:
         raise ReplayError('the trace %s has no VM' % settings.trace)
-    requests = trace.group_requests(vms, settings.group_window_s)
-    return requests, trace.most_common_size(vms)
+    if settings.group_window_s and not any(vm.project_id for vm in vms):
+        LOG.warning('--group-window %g: the trace %s has no project_id, '
+                    'so no VMs are grouped; every VM is a request of its '
+                    'own', settings.group_window_s, settings.trace)
+    return trace.group_requests(vms, settings.group_window_s)
+
+
+def announce(requests, capacity, stream=None):
+    """Tell the user (on stderr) what will be replayed and the trace's
+    capacity lower bound on the fleet (every VM placed, mean over the
+    arrival window), to size fleets by; returns the bound's ``{'peak',
+    'mean', 'end'}``."""
+    times, held = capacity_mod.trace_demand(requests)
+    window = metrics.arrival_window(requests) or (0.0, 0.0)
+    bound = metrics.bound_figures(times, held, capacity, window)
+    vms = sum(request.num_instances for request in requests)
+    print('scheduler-replay: %s VMs in %s requests arriving over %.1f h '
+          '(the last departure at %.1f h) on %s nodes; capacity lower '
+          'bound of the trace on them: peak %s, mean %.1f nodes'
+          % (format(vms, ','), format(len(requests), ','),
+             (window[1] - window[0]) / 3600.0,
+             (times[-1] - window[0]) / 3600.0 if len(times) else 0.0,
+             format(capacity.size, ','), format(bound['peak'], ','),
+             bound['mean']), file=stream or sys.stderr)
+    return bound
 
 
 @contextlib.contextmanager
-def _progress_bar(total, enabled):
+def _progress_bar(total, enabled, decisions):
+    """A callable moving a tqdm bar by each request's instances, so that
+    it shows VMs per second and the time left, with the ``decisions``'
+    (a DecisionStats) placements and NoValidHost; None when disabled."""
     if not enabled:
         yield None
         return
     from tqdm import tqdm
 
-    bar = tqdm(total=total, unit='req', desc='replay', smoothing=0.05)
+    bar = tqdm(total=total, unit='VM', desc='replay', smoothing=0.05)
+
+    def advance(request):
+        bar.update(request.num_instances)
+        if decisions.requests % PROGRESS_EVERY == 0:
+            bar.set_postfix(placed=decisions.instances_placed,
+                            novalidhost=decisions.no_valid_host,
+                            refresh=False)
+
     try:
-        yield bar
+        yield advance
     finally:
         bar.close()
+
+
+@contextlib.contextmanager
+def _reference_runs(requests, capacity, mix, enabled):
+    """With ``enabled``, the reference policies' ``policies.simulate_all``
+    running in a separate process (a Future), else None."""
+    if not enabled:
+        yield None
+        return
+    executor = concurrent.futures.ProcessPoolExecutor(
+        max_workers=1, mp_context=multiprocessing.get_context('spawn'))
+    with executor:
+        yield executor.submit(policies.simulate_all, requests, capacity,
+                              mix)
 
 
 def run(settings):
     """Seed and/or replay as ``settings`` say.
 
-    Returns the summary dict (``metrics.summarize``), or with
-    ``seed_only`` ``{'seeded_nodes': N}``.
+    Returns the summary dict (``metrics.summarize``, with ``compare``
+    and ``reference_runs`` under ``--compare``), or with ``seed_only``
+    ``{'seeded_nodes': N}``.
     """
-    requests = flavor = None
-    if not settings.seed_only:
-        requests, flavor = load_requests(settings)
+    requests = load_requests(settings) if settings.needs_trace else ()
     with Deployment(settings) as deployment:
         ctx = deployment.ctx
         if not settings.no_seed:
-            specs = seed_database(ctx, settings)
+            specs = seed_database(ctx, settings, requests)
             if settings.seed_only:
                 return {'seeded_nodes': len(specs)}
         rows = fleet.load_nodes(ctx)
-        with Heartbeat(ctx):
-            api = deployment.start()
-            return _replay(ctx, api, rows, requests, flavor, settings)
+        agents = agent.ComputeAgents(ctx, None, rows)
+        capacity = capacity_mod.FleetCapacity.from_nodes(agents.ordered)
+        mix = capacity_mod.FlavorMix.from_requests(requests)
+        trace_bound = announce(requests, capacity)
+        with _reference_runs(requests, capacity, mix,
+                             settings.compare) as references:
+            with Heartbeat(ctx):
+                agents.api = deployment.start()
+                summary, ledger = _replay(ctx, agents, requests, capacity,
+                                          mix, settings)
+            summary['trace_bound'] = trace_bound
+            others = _compare(summary, references)
+    _write_outputs(settings, summary, ledger, capacity, others)
+    return summary
 
 
-def _replay(ctx, api, rows, requests, flavor, settings):
-    agents = agent.ComputeAgents(ctx, api, rows)
-    placements = PlacementsWriter(settings.placements)
-    replay = Replay(ctx, api, agents, requests, flavor, settings, placements)
+def _replay(ctx, agents, requests, capacity, mix, settings):
+    ledger = metrics.Ledger(capacity, mix, metrics.arrival_window(requests))
+    placements = replayer.PlacementsWriter(settings.placements)
+    replay = replayer.Replay(ctx, agents.api, agents, requests, ledger,
+                             settings.speed, placements)
     started = time.monotonic()
     try:
-        with _progress_bar(len(requests), settings.progress) as bar:
-            replay.run(bar)
+        total = sum(request.num_instances for request in requests)
+        with _progress_bar(total, settings.progress,
+                           replay.decisions) as progress:
+            replay.run(progress)
     finally:
         placements.close()
     description = settings.describe()
-    description['fleet_nodes'] = len(rows)
+    description['fleet_nodes'] = capacity.size
+    description['allocation_ratios'] = capacity.effective_ratios()
     description['trace_vms'] = sum(r.num_instances for r in requests)
-    summary = metrics.summarize(replay.decisions, replay.series, flavor,
-                                description, time.monotonic() - started)
+    summary = metrics.summarize(replay.decisions, ledger, description,
+                                time.monotonic() - started)
+    return summary, ledger
+
+
+def _compare(summary, references):
+    """Add the reference runs (a Future, or None) to ``summary``; returns
+    their series for the plot (or None)."""
+    if references is None:
+        return None
+    results = references.result()
+    summary['compare'] = {'service': metrics.comparison(summary)}
+    summary['reference_runs'] = {}
+    for policy, result in results.items():
+        summary['compare'][policy] = metrics.comparison(result['summary'])
+        summary['reference_runs'][policy] = result['summary']
+    return {policy: result['series'] for policy, result in results.items()}
+
+
+def _write_outputs(settings, summary, ledger, capacity, others):
     if settings.output:
-        metrics.write_json(settings.output, summary)
+        report.write_json(settings.output, summary)
     if settings.plot:
-        metrics.plot(settings.plot, replay.series)
-    return summary
+        report.plot(settings.plot, ledger.series.arrays(), capacity,
+                    ledger.moments, others, ledger.window)

@@ -35,7 +35,6 @@ equal times deletions first (so a VM leaving frees its room for one
 arriving at the same second), then in the order they were pushed.
 """
 
-import collections
 import csv
 import dataclasses
 import gzip
@@ -238,15 +237,6 @@ def group_requests(vms, bin_s=DEFAULT_BIN_S):
     return requests
 
 
-def most_common_size(vms):
-    """The most frequent ``(vcpus, memory_mb, disk_gb)`` among ``vms``
-    (the first seen wins a tie), or None for no VMs."""
-    counts = collections.Counter(vm.size for vm in vms)
-    if not counts:
-        return None
-    return counts.most_common(1)[0][0]
-
-
 # --------------------------------------------------------------- events --
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -285,6 +275,10 @@ class EventQueue:
     def pop(self):
         """Remove and return the next Event (IndexError when empty)."""
         return heapq.heappop(self._heap)[-1]
+
+    def peek(self):
+        """The next Event, left in the queue, or None when empty."""
+        return self._heap[0][-1] if self._heap else None
 
     def peek_time(self):
         """Time of the next Event, or None when empty."""

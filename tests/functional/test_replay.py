@@ -2,7 +2,8 @@
 
 (a) The embedded replay (service in the replay's process, SQLite, the
     in-memory transport) of the first 200 VMs of the shipped slice on a
-    small generated fleet places instances and writes every output.
+    small generated fleet places instances and writes every output,
+    with the reference policies (``--compare``) next to the service.
 (b) The same replay against a separately started ``scheduler-service``
     over a real RabbitMQ and a real PostgreSQL (seed with ``--seed-only``,
     start the service, replay with ``--no-seed``) gives the same
@@ -31,10 +32,12 @@ COMMON_ARGS = ['--noprogress', '--limit', str(LIMIT), '--seed', str(SEED)]
 COMMAND_TIMEOUT = 120
 READY_TIMEOUT = 60
 SUMMARY_KEYS = {
-    'settings', 'wall_time_s', 'requests', 'instances_requested',
-    'instances_placed', 'instances_rejected', 'no_valid_host',
-    'no_valid_host_rate', 'errors', 'latency_ms', 'decisions_per_second',
-    'fleet'}
+    'settings', 'wall_time_s', 'vms_per_second', 'requests',
+    'instances_requested', 'instances_placed', 'instances_rejected',
+    'no_valid_host', 'no_valid_host_rate', 'errors', 'latency_ms',
+    'decisions_per_second', 'fleet', 'flavors', 'flavor_totals',
+    'no_valid_host_moments', 'trace_bound', 'compare', 'reference_runs'}
+POLICIES = ['service', 'first-fit', 'best-fit']
 
 
 def _replay(workdir, *args):
@@ -64,8 +67,10 @@ def _rows(path):
 def test_embedded_replay_places_instances_and_writes_outputs(tmp_path):
     output, image = tmp_path / 'replay.json', tmp_path / 'replay.png'
     placements, stdout = _embedded(tmp_path, '--output', str(output),
-                                   '--plot', str(image))
+                                   '--plot', str(image), '--compare')
     assert 'Instances placed' in stdout and 'NoValidHost' in stdout
+    assert 'Per flavor' in stdout
+    assert all(name in stdout for name in POLICIES)
     summary = json.loads(output.read_text())
     assert set(summary) >= SUMMARY_KEYS
     assert summary['instances_requested'] == LIMIT
@@ -74,13 +79,27 @@ def test_embedded_replay_places_instances_and_writes_outputs(tmp_path):
     assert summary['settings']['mode'] == 'embedded'
     assert summary['settings']['random_seed'] == SEED
     assert summary['settings']['fleet_nodes'] == 6
+    assert summary['settings']['allocation_ratios'] == {
+        'cpu_allocation_ratio': 16.0, 'ram_allocation_ratio': 1.5,
+        'disk_allocation_ratio': 1.0}
     assert 'RamFilter' in summary['settings']['scheduler'][
         'enabled_filters']
     fleet = summary['fleet']
-    assert set(fleet) == {'trace_time_s', 'hosts_in_use', 'cpu_utilisation',
+    assert set(fleet) >= {'trace_time_s', 'hosts_in_use', 'lower_bound',
+                          'hosts_over_bound', 'cpu_utilisation',
                           'ram_utilisation', 'stranded'}
     assert 0 < fleet['hosts_in_use']['peak'] <= 6
+    assert 0 < fleet['lower_bound']['peak'] <= fleet['hosts_in_use']['peak']
     assert fleet['ram_utilisation']['at_peak'] > 0
+    # Every departure is replayed: the fleet ends with the VMs the trace
+    # never deletes.
+    assert fleet['trace_time_s'] > fleet['arrival_window_s']
+    assert sum(f['instances_requested'] for f in summary['flavors']) == LIMIT
+    assert len(summary['no_valid_host_moments']) == summary['no_valid_host']
+    assert set(summary['compare']) == set(POLICIES)
+    for figures in summary['compare'].values():
+        assert figures['hosts_over_bound']['peak'] >= 1.0
+        assert figures['no_valid_host']['requests'] >= 0
     for key in ('p50', 'p95', 'p99'):
         assert summary['latency_ms'][key] > 0
     assert image.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'

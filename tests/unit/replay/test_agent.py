@@ -10,6 +10,7 @@ from scheduler import context
 from scheduler import host_state
 from scheduler import objects
 from scheduler.db import api as db
+from scheduler.db import claims
 from scheduler.db import migration
 from scheduler.objects import instance as instance_obj
 from scheduler.replay import agent
@@ -22,9 +23,11 @@ class RecordingAPI:
 
     def __init__(self):
         self.casts = []
+        self.instances = []
 
     def update_instance_info(self, ctxt, host_name, instance_info):
         assert isinstance(instance_info, instance_obj.InstanceList)
+        self.instances.extend(instance_info.objects)
         self.casts.append(('update', host_name,
                            [i.uuid for i in instance_info.objects]))
 
@@ -114,8 +117,9 @@ def test_from_row_starts_from_the_reported_usage():
                        cpu_allocation_ratio=4.0)),
         id=7, vcpus_used=3, memory_mb_used=2048, local_gb_used=10,
         running_vms=2)
-    node = agent.NodeUsage.from_row(row)
-    assert (node.compute_id, node.key) == (7, ('h1', 'n1'))
+    node = agent.NodeUsage.from_row(row, index=3)
+    assert (node.compute_id, node.key, node.index) == (7, ('h1', 'n1'), 3)
+    assert node.usage == (3, 2048, 10)
     assert (node.vcpus_used, node.memory_mb_used, node.local_gb_used,
             node.running_vms) == (3, 2048, 10, 2)
     assert node.cpu_allocation_ratio == 4.0
@@ -170,6 +174,77 @@ def test_spawn_records_instances_writes_rows_and_casts(ctx):
     assert json.loads(two['stats'])['num_instances'] == 2
     assert two['generation'] == 1  # written once for both instances
     assert rows['compute-0001']['vcpus_used'] == 2
+
+
+def _statements(ctx):
+    """SQL statement verbs run on the engine, and COMMITs, from now on."""
+    import sqlalchemy as sa
+
+    seen = []
+    engine = db.get_engine()
+    sa.event.listen(engine, 'before_cursor_execute',
+                    lambda *args: seen.append(args[2].split()[0]))
+    sa.event.listen(engine, 'commit', lambda *args: seen.append('COMMIT'))
+    return seen
+
+
+def test_spawn_releases_the_claims_in_its_one_transaction(ctx):
+    agents, api = _agents(ctx)
+    uuids = agents.new_uuids(2)
+    for uuid, node_id in zip(uuids, (1, 2), strict=True):
+        assert claims.claim(ctx, node_id, uuid, 2, 4096, 20)
+    seen = _statements(ctx)
+    agents.spawn([_vm('a'), _vm('b')], uuids,
+                 [_dest('compute-0001'), _dest('compute-0002')])
+    assert seen.count('COMMIT') == 1
+    assert seen.index('COMMIT') == len(seen) - 1
+    assert claims.claims_count(ctx) == 0
+    for row in db.compute_node_get_all(ctx):
+        assert (row['claimed_vcpus'], row['claimed_memory_mb'],
+                row['vcpus_used']) == (0, 0, 2)
+    # The cast carries what the scheduler reads of an instance.
+    instance = api.instances[0]
+    assert instance.uuid == uuids[0] and instance.host == 'compute-0001'
+    assert set(instance.obj_what_changed()) <= set(agent.CAST_FIELDS)
+
+
+def test_removals_are_written_together_and_cast_one_by_one(ctx):
+    agents, api = _agents(ctx)
+    uuids = agents.new_uuids(3)
+    placed, _ = agents.spawn(
+        [_vm('a'), _vm('b'), _vm('c')], uuids,
+        [_dest('compute-0001'), _dest('compute-0001'),
+         _dest('compute-0002')])
+    left = [agents.remove(record).running_vms for record in placed]
+    assert left == [1, 0, 0]
+    seen = _statements(ctx)
+    agents.commit_removals(placed)
+    assert seen.count('COMMIT') == 1
+    assert api.casts[-3:] == [('delete', 'compute-0001', uuids[0]),
+                              ('delete', 'compute-0001', uuids[1]),
+                              ('delete', 'compute-0002', uuids[2])]
+    assert db.instance_get_all_by_host(ctx, 'compute-0001') == []
+    rows = db.compute_node_get_all(ctx)
+    assert [(r['vcpus_used'], r['running_vms'], r['generation'])
+            for r in rows] == [(0, 0, 2), (0, 0, 2)]
+    agents.commit_removals([])  # nothing to write
+
+
+def test_a_removal_of_an_unknown_instance_is_an_error(ctx):
+    agents, _ = _agents(ctx)
+    ghost = agent.Placed(_vm(), agents.new_uuid(), 'compute-0001',
+                         'compute-0001', 0)
+    agents.node('compute-0001', 'compute-0001').add(_vm())
+    with pytest.raises(agent.AgentError, match='1 of 1 instances'):
+        agents.commit_removals([ghost])
+
+
+def test_new_uuids_are_random_version_4_uuids():
+    import uuid
+
+    values = agent.ComputeAgents.new_uuids(50)
+    assert len(set(values)) == 50
+    assert {uuid.UUID(value).version for value in values} == {4}
 
 
 def test_destroy_deletes_writes_and_casts(ctx):

@@ -36,10 +36,15 @@ def test_host_shape():
     assert fleet.parse_host_shape('64:262144:2000') == (64, 262144, 2000)
 
 
-@pytest.mark.parametrize('text', ['64:262144', '64:0:10', 'a:b:c',
+def test_host_shape_without_a_disk_leaves_it_to_the_caller():
+    assert fleet.parse_host_shape('80:184320') == (80, 184320, None)
+
+
+@pytest.mark.parametrize('text', ['64', '64:0:10', '64:0', 'a:b:c',
                                   '1:2:3:4', ''])
 def test_bad_host_shape(text):
-    with pytest.raises(fleet.FleetError, match='vcpus:memory_mb:local_gb'):
+    with pytest.raises(fleet.FleetError,
+                       match=r'vcpus:memory_mb\[:local_gb\]'):
         fleet.parse_host_shape(text)
 
 

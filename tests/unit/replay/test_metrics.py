@@ -1,26 +1,36 @@
-"""Replay figures: decisions, fleet gauge, time series and outputs."""
-
-import json
+"""Replay figures: decisions, flavors, the fleet gauge, time series,
+summaries and the comparison."""
 
 import numpy as np
 import pytest
-from rich.console import Console
 
-from scheduler.replay import agent
+from scheduler.replay import capacity
 from scheduler.replay import metrics
 from scheduler.replay import trace
 
-FLAVOR = (1, 1792, 0)
+
+def _fleet(*nodes):
+    """A FleetCapacity of ``(vcpus, memory_mb, local_gb)`` nodes, every
+    ratio 1.0."""
+    physical = np.asarray(nodes, dtype=float)
+    return capacity.FleetCapacity(physical, np.ones_like(physical))
 
 
-def _node(name='h1', vcpus=4, memory_mb=8192, **ratios):
-    ratios.setdefault('cpu_allocation_ratio', 1.0)
-    ratios.setdefault('ram_allocation_ratio', 1.0)
-    return agent.NodeUsage(1, name, name, vcpus, memory_mb, 100, **ratios)
+def _mix(*sizes_and_counts):
+    sizes = np.asarray([size for size, _ in sizes_and_counts], dtype=float)
+    counts = np.asarray([count for _, count in sizes_and_counts],
+                        dtype=float)
+    return capacity.FlavorMix(sizes, counts / counts.sum())
 
 
-def _vm(vcpus=1, memory_mb=1792):
-    return trace.VM('vm', 0.0, None, vcpus, memory_mb)
+SMALL, LARGE = (1, 1024, 0), (4, 4096, 0)
+MIX = _mix((SMALL, 3), (LARGE, 1))   # shares 0.75 and 0.25
+
+
+def _request(time_s, size=SMALL, count=1):
+    vms = [trace.VM('vm%d' % i, time_s, None, size[0], size[1], size[2])
+           for i in range(count)]
+    return trace.Request(0, time_s, vms)
 
 
 # -- helpers -----------------------------------------------------------------
@@ -42,7 +52,22 @@ def test_time_weights_and_weighted_mean():
     assert metrics.weighted_mean([], []) == 0.0
 
 
-# -- decisions ---------------------------------------------------------------
+def test_time_weights_are_cut_to_the_window():
+    # Held 0-10, 10-40, 40-100, 100-: the window is 5-50.
+    weights = metrics.time_weights([0.0, 10.0, 40.0, 100.0], (5.0, 50.0))
+    assert weights.tolist() == [5.0, 30.0, 10.0, 0.0]
+    # A window of no length: its samples weigh the same.
+    assert metrics.time_weights([0.0, 7.0, 9.0], (7.0, 7.0)).tolist() == [
+        0.0, 1.0, 0.0]
+
+
+def test_arrival_window():
+    assert metrics.arrival_window([_request(3.0), _request(8.0)]) == (
+        3.0, 8.0)
+    assert metrics.arrival_window([]) is None
+
+
+# -- decisions and flavors ---------------------------------------------------
 
 def test_decision_stats():
     stats = metrics.DecisionStats()
@@ -68,143 +93,102 @@ def test_no_decision():
     assert summary['no_valid_host_rate'] == 0.0
 
 
+def test_flavor_stats_count_per_size():
+    stats = metrics.FlavorStats()
+    stats.record(SMALL, 3, 3, no_valid_host=False)
+    stats.record(LARGE, 2, 0, no_valid_host=True)
+    stats.record(SMALL, 1, 0, no_valid_host=True)
+    stats.record(LARGE, 1, 0, no_valid_host=False)  # another error
+    assert stats.summary() == [
+        {'vcpus': 1, 'memory_mb': 1024, 'disk_gb': 0, 'requests': 2,
+         'instances_requested': 4, 'instances_placed': 3,
+         'no_valid_host': 1, 'no_valid_host_instances': 1},
+        {'vcpus': 4, 'memory_mb': 4096, 'disk_gb': 0, 'requests': 2,
+         'instances_requested': 3, 'instances_placed': 0,
+         'no_valid_host': 1, 'no_valid_host_instances': 2}]
+    assert stats.totals() == {
+        'requests': 4, 'instances_requested': 7, 'instances_placed': 3,
+        'no_valid_host': 2, 'no_valid_host_instances': 3}
+    assert metrics.FlavorStats().totals()['requests'] == 0
+
+
 # -- fleet gauge -------------------------------------------------------------
 
+def _totals(gauge):
+    return dict(zip(metrics.GAUGE_FIELDS, gauge.totals().tolist(),
+                    strict=True))
+
+
 def test_an_unused_node_counts_for_nothing():
-    assert metrics.node_contribution(_node(), 1, 1792) == (
-        0, 0, 0, 0, 0, 0.0, 0.0)
+    gauge = metrics.FleetGauge(_fleet((4, 8192, 10)), MIX)
+    gauge.set_node(0, (0, 0, 0), 0)
+    assert not gauge.totals().any()
 
 
-def test_a_node_that_still_fits_the_flavor_strands_nothing():
-    node = _node()
-    node.add(_vm())
-    assert metrics.node_contribution(node, 1, 1792) == (
-        1, 4, 8192, 1, 1792, 0.0, 0.0)
+def test_stranded_capacity_is_measured_against_the_flavor_mix():
+    gauge = metrics.FleetGauge(_fleet((4, 8192, 10), (8, 8192, 10)), MIX)
+    # 2 vCPUs and 4096 MiB free: SMALL fits, LARGE does not, so a quarter
+    # of the mix cannot use them.
+    gauge.set_node(0, (2, 4096, 0), 2)
+    totals = _totals(gauge)
+    assert (totals['hosts_in_use'], totals['vcpus_limit'],
+            totals['memory_mb_limit']) == (1, 4, 8192)
+    assert (totals['stranded_vcpus'], totals['stranded_memory_mb']) == (
+        0.5, 1024.0)
+    assert (totals['unusable_vcpus'], totals['unusable_memory_mb']) == (
+        0.0, 0.0)
+    # 512 MiB free: no size fits, all of it is stranded and unusable.
+    gauge.set_node(1, (1, 8192 - 512, 5), 3)
+    totals = _totals(gauge)
+    assert totals['hosts_in_use'] == 2
+    assert (totals['vcpus_used'], totals['memory_mb_used'],
+            totals['disk_gb_used']) == (3, 4096 + 7680, 5)
+    assert (totals['stranded_vcpus'], totals['stranded_memory_mb']) == (
+        0.5 + 7, 1024.0 + 512)
+    assert (totals['unusable_vcpus'], totals['unusable_memory_mb']) == (
+        7.0, 512.0)
+    # Emptied, the node counts for nothing again.
+    gauge.set_node(1, (0, 0, 0), 0)
+    assert _totals(gauge)['hosts_in_use'] == 1
+    assert _totals(gauge)['stranded_vcpus'] == 0.5
 
 
-def test_a_node_short_of_ram_strands_its_free_vcpus_and_ram():
-    node = _node()
-    for _ in range(4):
-        node.add(_vm(vcpus=0, memory_mb=1792))  # 1024 MiB left
-    assert metrics.node_contribution(node, 1, 1792) == (
-        1, 4, 8192, 0, 7168, 4.0, 1024.0)
+def test_free_capacity_is_counted_against_capacity_times_ratio():
+    fleet = capacity.FleetCapacity(np.asarray([[4.0, 8192.0, 0.0]]),
+                                   np.asarray([[1.0, 1.5, 1.0]]))
+    gauge = metrics.FleetGauge(fleet, MIX)
+    gauge.set_node(0, (1, 8192, 0), 4)  # 4096 MiB left of 12288
+    assert _totals(gauge)['stranded_memory_mb'] == 0.25 * 4096
+    gauge.set_node(0, (5, 13000, 0), 5)  # overcommitted: nothing free
+    totals = _totals(gauge)
+    assert totals['stranded_vcpus'] == totals['stranded_memory_mb'] == 0.0
 
 
-def test_a_node_short_of_vcpus_strands_its_free_ram():
-    node = _node()
-    node.add(_vm(vcpus=4, memory_mb=1024))
-    assert metrics.node_contribution(node, 1, 1792)[5:] == (0.0, 7168.0)
+def test_free_capacity_of_the_fleet_at_a_no_valid_host():
+    gauge = metrics.FleetGauge(_fleet((4, 8192, 0), (4, 8192, 0),
+                                      (4, 8192, 0)), MIX)
+    gauge.set_node(0, (4, 4096, 0), 1)
+    gauge.set_node(1, (1, 6144, 0), 1)
+    assert gauge.free_capacity(LARGE) == {
+        'free': {'vcpus': 0 + 3 + 4, 'memory_mb': 4096 + 2048 + 8192,
+                 'disk_gb': 0},
+        'largest_free': {'vcpus': 4, 'memory_mb': 8192, 'disk_gb': 0},
+        'hosts_fitting_one': 1}
 
 
-def test_free_capacity_counts_against_the_allocation_ratio():
-    node = _node(ram_allocation_ratio=1.5)
-    for _ in range(5):
-        node.add(_vm(vcpus=0, memory_mb=1792))  # 8960 MiB of 12288 allowed
-    assert metrics.node_contribution(node, 1, 1792)[5:] == (0.0, 0.0)
-    node.add(_vm(vcpus=0, memory_mb=2048))      # 1280 MiB left
-    assert metrics.node_contribution(node, 1, 1792)[5:] == (4.0, 1280.0)
+# -- time series -------------------------------------------------------------
 
-
-def test_overcommitted_nodes_strand_nothing_negative():
-    node = _node()
-    node.add(_vm(vcpus=6, memory_mb=9000))
-    assert metrics.node_contribution(node, 1, 1792)[5:] == (0.0, 0.0)
-
-
-def test_gauge_keeps_totals_node_by_node():
-    one, two = _node('h1'), _node('h2', vcpus=8, memory_mb=16384)
-    gauge = metrics.FleetGauge(FLAVOR, [one, two])
-    assert gauge.totals()['hosts_in_use'] == 0
-    one.add(_vm())
-    gauge.update(one)
-    two.add(_vm(vcpus=2, memory_mb=15000))  # 1384 MiB left: stranded
-    gauge.update(two)
-    totals = gauge.totals()
-    assert totals == {'hosts_in_use': 2, 'vcpus': 12, 'memory_mb': 24576,
-                      'vcpus_used': 3, 'memory_mb_used': 16792,
-                      'stranded_vcpus': 6.0, 'stranded_memory_mb': 1384.0}
-    one.remove(_vm())
-    gauge.update(one)
-    assert gauge.totals()['hosts_in_use'] == 1
-    assert gauge.totals()['vcpus'] == 8
-
-
-# -- time series and summary -------------------------------------------------
-
-def _series(samples):
+def test_series_keeps_the_last_sample_of_a_time_and_grows():
     series = metrics.TimeSeries()
-    for time_s, hosts, used_mb, stranded_mb in samples:
-        series.sample(time_s, {
-            'hosts_in_use': hosts, 'vcpus': 4 * hosts,
-            'memory_mb': 8192 * hosts, 'vcpus_used': hosts,
-            'memory_mb_used': used_mb, 'stranded_vcpus': 0.0,
-            'stranded_memory_mb': stranded_mb})
-    return series
-
-
-def test_peak_is_the_most_hosts_then_the_most_ram():
-    series = _series([(0, 1, 1000, 0), (10, 2, 4000, 0), (20, 2, 9000, 0),
-                      (30, 2, 2000, 0), (40, 1, 100, 0)]).arrays()
-    assert metrics.peak_index(series) == 2
-
-
-def test_fleet_summary():
-    series = _series([(0.0, 1, 4096, 0.0), (100.0, 2, 8192, 512.0),
-                      (400.0, 2, 16384, 1024.0)])
-    summary = metrics.fleet_summary(series.arrays(), FLAVOR)
-    assert summary['trace_time_s'] == 400.0
-    assert summary['hosts_in_use'] == {'peak': 2, 'mean': 1.75, 'end': 2,
-                                       'peak_time_s': 400.0}
-    assert summary['ram_utilisation']['mean'] == pytest.approx(
-        (100 * 0.5 + 300 * 0.5) / 400)
-    assert summary['ram_utilisation']['at_peak'] == 1.0
-    assert summary['cpu_utilisation']['at_peak'] == 0.25
-    stranded = summary['stranded']
-    assert stranded['flavor'] == {'vcpus': 1, 'memory_mb': 1792,
-                                  'disk_gb': 0}
-    assert stranded['memory_mb_end'] == 1024.0
-    assert stranded['memory_mb_mean'] == pytest.approx(300 * 512 / 400)
-    assert stranded['memory_end_fraction'] == pytest.approx(1024 / 16384)
-    assert metrics.fleet_summary(metrics.TimeSeries().arrays(),
-                                 FLAVOR) is None
-
-
-def _summary():
-    decisions = metrics.DecisionStats()
-    decisions.record(0.005, 2, 2)
-    decisions.record(0.007, 1, 0)
-    series = _series([(0.0, 1, 4096, 0.0), (3600.0, 2, 12000, 100.0)])
-    return metrics.summarize(decisions, series, FLAVOR, {'seed': 3}, 1.5)
-
-
-def test_summary_has_every_figure():
-    summary = _summary()
-    assert set(summary) >= {
-        'settings', 'wall_time_s', 'requests', 'instances_requested',
-        'instances_placed', 'no_valid_host', 'no_valid_host_rate',
-        'latency_ms', 'decisions_per_second', 'fleet'}
-    assert set(summary['fleet']) == {'trace_time_s', 'hosts_in_use',
-                                     'cpu_utilisation', 'ram_utilisation',
-                                     'stranded'}
-    assert summary['settings'] == {'seed': 3}
-
-
-def test_table_json_and_plot(tmp_path):
-    summary = _summary()
-    labels = [label for label, _ in metrics.table_rows(summary)]
-    assert 'NoValidHost rate (of requests)' in labels
-    assert 'Hosts in use: peak / mean' in labels
-    console = Console(record=True, width=120)
-    metrics.print_table(summary, console)
-    text = console.export_text()
-    assert '50.0%' in text          # NoValidHost rate
-    assert '2 / 1.0' in text        # hosts in use, peak / mean
-    path = tmp_path / 'out.json'
-    metrics.write_json(path, summary)
-    assert json.loads(path.read_text()) == json.loads(json.dumps(summary))
-    image = tmp_path / 'out.png'
-    metrics.plot(image, _series([(0.0, 1, 10, 0.0), (60.0, 1, 20, 5.0)]))
-    assert image.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+    row = np.arange(len(metrics.GAUGE_FIELDS), dtype=float)
+    series.sample(0.0, row)
+    series.sample(0.0, row + 1)
+    for step in range(1, 3000):
+        series.sample(float(step), row)
+    arrays = series.arrays()
+    assert len(series) == 3000 == len(arrays['time_s'])
+    assert arrays['hosts_in_use'][0] == 1.0
+    assert arrays['time_s'][-1] == 2999.0
 
 
 def test_arrays_of_an_empty_series():
@@ -212,3 +196,121 @@ def test_arrays_of_an_empty_series():
     assert set(arrays) == set(metrics.SAMPLE_FIELDS)
     assert all(isinstance(a, np.ndarray) and len(a) == 0
                for a in arrays.values())
+
+
+def _series(samples):
+    """``(time_s, hosts, vcpus_used, memory_mb_used, stranded_mb)`` on
+    hosts of 4 vCPUs and 8192 MiB."""
+    series = metrics.TimeSeries()
+    for time_s, hosts, vcpus, memory_mb, stranded_mb in samples:
+        values = dict.fromkeys(metrics.GAUGE_FIELDS, 0.0)
+        values.update(hosts_in_use=hosts, vcpus_limit=4 * hosts,
+                      memory_mb_limit=8192 * hosts, vcpus_used=vcpus,
+                      memory_mb_used=memory_mb,
+                      stranded_memory_mb=stranded_mb)
+        series.sample(time_s, [values[name]
+                               for name in metrics.GAUGE_FIELDS])
+    return series
+
+
+def test_peak_is_the_most_hosts_then_the_most_ram():
+    series = _series([(0, 1, 1, 1000, 0), (10, 2, 1, 4000, 0),
+                      (20, 2, 1, 9000, 0), (30, 2, 1, 2000, 0),
+                      (40, 1, 1, 100, 0)]).arrays()
+    assert metrics.peak_index(series) == 2
+
+
+FOUR = _fleet(*[(4, 8192, 0)] * 4)
+
+
+def test_fleet_summary_over_the_arrival_window():
+    # Hosts in use / bound: 1/1 for 100 s, 3/2 for 300 s, then a drain
+    # after the last arrival (t=400) that the means leave out.
+    series = _series([(0.0, 1, 2, 4096, 0.0), (100.0, 3, 5, 12288, 512.0),
+                      (400.0, 3, 4, 16384, 1024.0),
+                      (1000.0, 0, 0, 0, 0.0)])
+    summary = metrics.fleet_summary(series.arrays(), FOUR, (0.0, 400.0))
+    assert summary['trace_time_s'] == 1000.0
+    assert summary['arrival_window_s'] == 400.0
+    assert summary['fleet_size'] == 4
+    assert summary['hosts_in_use'] == {'peak': 3, 'mean': 2.5, 'end': 0,
+                                       'peak_time_s': 400.0}
+    # Bound: ceil(max(5/4, 12288/8192)) = 2, then ceil(16384/8192) = 2.
+    assert summary['lower_bound'] == {'peak': 2, 'mean': 1.75, 'end': 0}
+    assert summary['hosts_over_bound'] == {'peak': 1.5,
+                                           'mean': 2.5 / 1.75}
+    ram = summary['ram_utilisation']
+    assert ram['mean'] == pytest.approx((100 * 0.5 + 300 * 0.5) / 400)
+    assert ram['at_peak'] == pytest.approx(16384 / 24576)
+    assert ram['fleet_mean'] == pytest.approx(
+        (100 * 4096 + 300 * 12288) / 400 / 32768)
+    assert summary['cpu_utilisation']['at_peak'] == pytest.approx(4 / 12)
+    stranded = summary['stranded']['stranded_memory_mb']
+    assert stranded == {'peak': 1024.0, 'mean': 300 * 512 / 400,
+                        'at_peak': 1024.0}
+    assert metrics.fleet_summary(metrics.TimeSeries().arrays(),
+                                 FOUR) is None
+
+
+def test_bound_figures():
+    held = np.asarray([[0, 0, 0], [9, 100, 0], [4, 100, 0]], dtype=float)
+    figures = metrics.bound_figures([0.0, 10.0, 30.0], held, FOUR)
+    assert figures == {'peak': 3, 'mean': (0 * 10 + 3 * 20) / 30,
+                       'end': 1}
+    assert metrics.bound_figures([], np.zeros((0, 3)), FOUR) == {
+        'peak': 0, 'mean': 0.0, 'end': 0}
+
+
+# -- ledger, summary, comparison ---------------------------------------------
+
+def _ledger():
+    ledger = metrics.Ledger(FOUR, MIX, (0.0, 60.0))
+    ledger.node_changed(0, (4, 4096, 0), 4)
+    ledger.requested(_request(0.0, count=4), 4, 0.0, no_valid_host=False)
+    ledger.sample(0.0)
+    ledger.requested(_request(60.0, LARGE, 2), 0, 60.0, no_valid_host=True)
+    ledger.sample(60.0)
+    return ledger
+
+
+def test_ledger_records_no_valid_host_moments():
+    (moment,) = _ledger().moments
+    assert moment['time_s'] == 60.0
+    assert moment['flavor'] == {'vcpus': 4, 'memory_mb': 4096,
+                                'disk_gb': 0}
+    assert moment['instances'] == 2
+    assert moment['free'] == {'vcpus': 12, 'memory_mb': 4 * 8192 - 4096,
+                              'disk_gb': 0}
+    assert moment['hosts_fitting_one'] == 3
+
+
+def _summary():
+    decisions = metrics.DecisionStats()
+    decisions.record(0.005, 4, 4)
+    decisions.record(0.007, 2, 0)
+    return metrics.summarize(decisions, _ledger(), {'seed': 3}, 2.0)
+
+
+def test_summary_has_every_figure():
+    summary = _summary()
+    assert set(summary) >= {
+        'settings', 'wall_time_s', 'vms_per_second', 'requests',
+        'instances_requested', 'instances_placed', 'no_valid_host',
+        'no_valid_host_rate', 'latency_ms', 'decisions_per_second', 'fleet',
+        'flavors', 'flavor_totals', 'no_valid_host_moments'}
+    assert summary['vms_per_second'] == 3.0
+    assert set(summary['fleet']) >= {
+        'hosts_in_use', 'lower_bound', 'hosts_over_bound',
+        'cpu_utilisation', 'ram_utilisation', 'stranded', 'fleet_size'}
+    assert summary['settings'] == {'seed': 3}
+    assert [f['vcpus'] for f in summary['flavors']] == [1, 4]
+
+
+def test_comparison_picks_the_compared_figures():
+    figures = metrics.comparison(_summary())
+    assert figures['hosts_in_use'] == {'peak': 1, 'mean': 1.0}
+    assert figures['lower_bound'] == {'peak': 1, 'mean': 1.0}
+    assert figures['hosts_over_bound'] == {'peak': 1.0, 'mean': 1.0}
+    assert figures['no_valid_host'] == {'requests': 1, 'instances': 2}
+    assert figures['cpu_utilisation'] == 1.0
+    assert figures['ram_utilisation'] == 0.5

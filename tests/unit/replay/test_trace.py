@@ -96,7 +96,6 @@ def test_shipped_slice_reads():
     vms = trace.read_trace(runner.DEFAULT_TRACE)
     assert len(vms) == 3000
     assert vms[0].vm_id == 'azure-0'
-    assert trace.most_common_size(vms) == (1, 1792, 0)
 
 
 # -- grouping --------------------------------------------------------------
@@ -136,14 +135,6 @@ def test_no_project_or_no_window_means_no_grouping():
     assert len(trace.group_requests(tenant, bin_s=0)) == 2
 
 
-def test_most_common_size_prefers_the_first_seen_on_ties():
-    vms = [_vm('a', 0, vcpus=2), _vm('b', 0, vcpus=1), _vm('c', 0,
-                                                          vcpus=1),
-           _vm('d', 0, vcpus=2)]
-    assert trace.most_common_size(vms) == (2, 1792, 0)
-    assert trace.most_common_size([]) is None
-
-
 # -- events ----------------------------------------------------------------
 
 def test_events_come_by_time_with_deletions_first_at_equal_times():
@@ -164,10 +155,11 @@ def test_events_come_by_time_with_deletions_first_at_equal_times():
 
 def test_peek_time_and_empty_queue():
     queue = trace.EventQueue()
-    assert queue.peek_time() is None
+    assert queue.peek_time() is None and queue.peek() is None
     assert len(queue) == 0
     queue.push_deletion(3.0, 'x')
     assert queue.peek_time() == 3.0
+    assert queue.peek().payload == 'x' and len(queue) == 1
     queue.pop()
     with pytest.raises(IndexError):
         queue.pop()

@@ -1,0 +1,156 @@
+"""The replay's settings: fleet sizing, host shapes, warnings, the
+embedded deployment's broker and thread pool, log levels."""
+
+import io
+import logging
+import socket
+import subprocess
+import sys
+import threading
+import types
+
+import kombu
+import numpy as np
+import pytest
+from oslo_config import cfg
+
+from scheduler.replay import broker
+from scheduler.replay import capacity
+from scheduler.replay import runner
+from scheduler.replay import trace
+
+HEADER = 'vm_id,arrival_s,lifetime_s,vcpus,memory_mb\n'
+
+
+def _requests(*sizes):
+    """One request per ``(vcpus, memory_mb, disk_gb)`` size, a second
+    apart, each VM living 60 s."""
+    return [trace.Request(index, float(index), [
+        trace.VM('vm%d' % index, float(index), 60.0, *size)])
+        for index, size in enumerate(sizes)]
+
+
+# -- fleet shape and size ----------------------------------------------------
+
+def test_a_shape_without_a_disk_gets_one_for_every_vm_at_once():
+    diskless = _requests((1, 1024, 0), (2, 2048, 0))
+    assert runner.generated_shape((80, 184320, None), diskless) == (
+        80, 184320, 1)
+    disks = _requests((1, 1024, 10), (2, 2048, 25))
+    assert runner.generated_shape((80, 184320, None), disks) == (
+        80, 184320, 35)
+    assert runner.generated_shape((8, 1024, 500), disks) == (8, 1024, 500)
+
+
+def _settings(**values):
+    settings = object.__new__(runner.Settings)
+    defaults = dict(fleet=None, no_seed=False, seed_only=False, hosts=24,
+                    hosts_factor=None, host_shape=(8, 8192, None))
+    settings.__dict__.update(defaults, **values)
+    return settings
+
+
+def test_hosts_factor_sizes_the_fleet_from_the_peak_bound(conf):
+    for name in ('cpu_allocation_ratio', 'ram_allocation_ratio'):
+        conf.set_override(name, 1.0)
+    # At t=1 both VMs run: 12 vCPUs, 12288 MiB -> ceil(12 / 8) = 2 hosts.
+    requests = _requests((4, 4096, 0), (8, 8192, 0))
+    settings = _settings(hosts_factor=1.5)
+    specs = settings.fleet_specs(requests)
+    assert len(specs) == 3   # ceil(1.5 * 2)
+    assert (specs[0].vcpus, specs[0].memory_mb, specs[0].local_gb) == (
+        8, 8192, 1)
+    assert settings.hosts == 3 and settings.host_shape == (8, 8192, 1)
+    assert len(_settings().fleet_specs(requests)) == 24
+
+
+def test_the_trace_is_read_to_size_a_fleet_even_when_only_seeding():
+    assert _settings().needs_trace
+    assert _settings(seed_only=True, host_shape=(8, 8192, None)).needs_trace
+    shaped = _settings(seed_only=True, host_shape=(8, 8192, 10))
+    assert not shaped.needs_trace
+    assert _settings(seed_only=True, host_shape=(8, 8192, 10),
+                     hosts_factor=1.2).needs_trace
+    assert not _settings(seed_only=True, fleet='f.csv').needs_trace
+
+
+# -- reading the trace -------------------------------------------------------
+
+def test_a_group_window_without_project_ids_warns(tmp_path, caplog):
+    path = tmp_path / 'anonymous.csv'
+    path.write_text(HEADER + 'a,0,60,1,1024\nb,1,60,1,1024\n')
+    settings = types.SimpleNamespace(trace=str(path), limit=None,
+                                     group_window_s=300.0)
+    with caplog.at_level(logging.WARNING, logger='scheduler.replay'):
+        requests = runner.load_requests(settings)
+    assert len(requests) == 2
+    assert 'no project_id' in caplog.text
+    caplog.clear()
+    settings.group_window_s = 0.0
+    with caplog.at_level(logging.WARNING, logger='scheduler.replay'):
+        runner.load_requests(settings)
+    assert 'no project_id' not in caplog.text
+
+
+def test_announce_prints_the_bound_of_the_trace():
+    fleet = capacity.FleetCapacity(np.asarray([[4.0, 4096.0, 0.0]] * 5),
+                                   np.ones((5, 3)))
+    out = io.StringIO()
+    bound = runner.announce(_requests((4, 4096, 0), (4, 4096, 0)), fleet,
+                            out)
+    assert bound['peak'] == 2
+    assert '2 VMs in 2 requests' in out.getvalue()
+    assert 'lower bound of the trace on them: peak 2' in out.getvalue()
+
+
+# -- the embedded deployment -------------------------------------------------
+
+def test_pool_size_default_yields_to_the_configuration():
+    conf = cfg.ConfigOpts()
+    runner._set_pool_size_default(conf, 4)
+    conf([])
+    assert conf.executor_thread_pool_size == 4
+    conf.set_override('executor_thread_pool_size', 16)
+    assert conf.executor_thread_pool_size == 16
+
+
+def test_broker_consumers_wait_for_a_publication():
+    broker.register()
+    received = []
+    with kombu.Connection('%s://' % broker.ALIAS) as connection:
+        queue = kombu.Queue('replay-test', kombu.Exchange('replay-test'),
+                            'key')
+        with connection.Consumer(queue, callbacks=[
+                lambda body, message: received.append(body)]):
+            with pytest.raises(socket.timeout):
+                connection.drain_events(timeout=0.05)
+            timer = threading.Timer(0.1, lambda: kombu.Connection(
+                '%s://' % broker.ALIAS).Producer().publish(
+                'hello', exchange=queue.exchange, routing_key='key',
+                declare=[queue]))
+            timer.start()
+            connection.drain_events(timeout=10)
+            timer.join()
+    assert received == ['hello']
+
+
+# -- log levels --------------------------------------------------------------
+
+LEVEL = ('from scheduler.cmd import replay; import logging, sys; '
+         'replay._parse(sys.argv[1:]); '
+         'print(logging.getLogger("scheduler").getEffectiveLevel())')
+
+
+@pytest.mark.parametrize('args, level', [
+    ([], logging.WARNING),
+    (['--debug'], logging.DEBUG),
+    (['--log-file', 'LOG'], logging.INFO),
+])
+def test_the_users_log_choice_wins(tmp_path, args, level):
+    args = [str(tmp_path / 'replay.log') if arg == 'LOG' else arg
+            for arg in args]
+    result = subprocess.run([sys.executable, '-c', LEVEL] + args,
+                            capture_output=True, text=True, timeout=60,
+                            cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout.split()[-1]) == level
