@@ -3,6 +3,10 @@
 It follows Nova's Newton/Ocata HostManager on the "all compute nodes" path
 (reference section 3), with the same answers but an incremental refresh:
 
+* every read goes through the configured ``scheduler.db.source``: the
+  standalone schema, or a Nova deployment's cell and API databases (Nova
+  database mode, ``docs/nova-databases.rst``); each HostState carries the
+  uuid of its node's cell (``HostState.cell_uuid``);
 * host states come from ``compute_nodes`` joined with the ``nova-compute``
   ``services`` rows; a node without a service row is skipped, and nodes no
   longer in the database are dropped ("dead nodes");
@@ -55,12 +59,11 @@ from scheduler import filters
 from scheduler import moves
 from scheduler import weights
 from scheduler.conf import CONF
-from scheduler.db import api as db
+from scheduler.db import source as db_source
 from scheduler.filters import claim_capacity
 from scheduler.host_state import HostState
 from scheduler.host_table import HostTable
 from scheduler.objects import aggregate as aggregate_obj
-from scheduler.objects import cell_mapping
 from scheduler.objects import instance as instance_obj
 
 LOG = logging.getLogger(__name__)
@@ -104,16 +107,18 @@ class HostManager:
             CONF.filter_scheduler.weight_classes)
         self.track_instance_changes = (
             CONF.filter_scheduler.track_instance_changes)
+        # Where every read goes (scheduler.db.source).
+        self.source = db_source.get_source()
         self.host_state_map = {}
         self.table = HostTable([])
         self.aggs_by_id = {}
         self.host_aggregates_map = collections.defaultdict(set)
         self._instance_info = {}
         self._by_id = {}           # compute_nodes.id -> HostState
-        self._seen = {}            # compute_nodes.id -> db.row_version
+        self._seen = {}            # compute_nodes.id -> row version
         self._skipped = {}         # compute_nodes.id -> host, no service
         self._reread = set()       # compute_nodes.id to copy again
-        self._service_seen = {}    # services.id -> db.row_version
+        self._service_seen = {}    # services.id -> row version
         self._last_read = None     # naive UTC start of the last read
         self._swept_from = None    # naive UTC start of the last sweep
         self._last_sweep = None    # monotonic time of the last sweep
@@ -127,7 +132,7 @@ class HostManager:
 
     def _load_aggregates(self, context):
         aggregates = [aggregate_obj.Aggregate.from_db(row)
-                      for row in db.aggregate_get_all(context)]
+                      for row in self.source.aggregate_get_all(context)]
         self.update_aggregates(aggregates)
 
     def update_aggregates(self, aggregates):
@@ -182,8 +187,9 @@ class HostManager:
     # -- instance tracking (reference 3.8) --------------------------------
 
     def _init_instance_info(self, context):
-        hosts = db.compute_node_get_hosts(context)
-        by_host = db.instance_get_all_by_hosts(context, sorted(hosts))
+        hosts = self.source.compute_node_get_hosts(context)
+        by_host = self.source.instance_get_all_by_hosts(context,
+                                                        sorted(hosts))
         with self.lock:
             for host in hosts:
                 self._set_host_instances(host, by_host.get(host, []),
@@ -196,7 +202,7 @@ class HostManager:
                                      'updated': updated}
 
     def _rebuild_host_from_db(self, context, host):
-        rows = db.instance_get_all_by_host(context, host)
+        rows = self.source.instance_get_all_by_host(context, host)
         self._set_host_instances(host, rows, updated=False)
 
     def _apply_instances(self, hosts):
@@ -280,7 +286,7 @@ class HostManager:
         are not in sync with their compute service's casts."""
         stale = sorted(host for host in hosts if not self._in_sync(host))
         if stale:
-            rows = db.instance_get_all_by_hosts(context, stale)
+            rows = self.source.instance_get_all_by_hosts(context, stale)
             for host in stale:
                 self._set_host_instances(host, rows.get(host, []),
                                          updated=False)
@@ -307,13 +313,14 @@ class HostManager:
         """Nova's per-request read: every node, service and the instances
         of every host not in sync."""
         started = timeutils.utcnow()
+        source = self.source
         services = {svc['host']: svc for svc in
-                    db.service_get_all_by_binary(context, COMPUTE_BINARY)}
-        self._read_instances(context, db.compute_node_get_hosts(context))
+                    source.service_get_all_by_binary(context, COMPUTE_BINARY)}
+        self._read_instances(context, source.compute_node_get_hosts(context))
         states = []
         self._by_id = {}
         self._skipped = {}
-        for compute in db.compute_node_iter_all(context):
+        for compute in source.compute_node_iter_all(context):
             state = self._refresh_one(compute, services)
             if state is not None:
                 states.append(state)
@@ -323,7 +330,7 @@ class HostManager:
         else:
             self.table = HostTable(states)
         self._reread.clear()
-        self._service_seen = {svc['id']: db.row_version('services', svc)
+        self._service_seen = {svc['id']: source.row_version('services', svc)
                               for svc in services.values()}
         self._last_read = self._swept_from = started
         self._last_full = self._last_delta = self._last_sweep = (
@@ -337,15 +344,17 @@ class HostManager:
             self._skipped[compute['id']] = host
             return None
         key = (host, compute['hypervisor_hostname'])
+        cell_uuid = self.source.cell_uuid(compute)
         state = self.host_state_map.get(key)
         if state is None:
-            state = HostState(host, key[1],
-                              cell_uuid=cell_mapping.SINGLE_CELL_UUID)
+            state = HostState(host, key[1], cell_uuid=cell_uuid)
             self.host_state_map[key] = state
+        state.cell_uuid = cell_uuid   # a node may move to another cell
         state.update(compute, service, self.aggregates_for(host),
                      self._instance_info.get(host, {}).get('instances', {}))
         self._by_id[compute['id']] = state
-        self._seen[compute['id']] = db.row_version('compute_nodes', compute)
+        self._seen[compute['id']] = self.source.row_version('compute_nodes',
+                                                            compute)
         return state
 
     def _drop_dead_nodes(self, seen):
@@ -372,8 +381,8 @@ class HostManager:
                 and not self._reread):
             return True
         started = timeutils.utcnow()
-        changes = db.get_changes_since(
-            context, self._last_read - db.timestamp_resolution(),
+        changes = self.source.get_changes_since(
+            context, self._last_read - self.source.timestamp_resolution(),
             COMPUTE_BINARY)
         sweeping = now - self._last_sweep >= SWEEP_INTERVAL
         if sweeping:
@@ -401,8 +410,8 @@ class HostManager:
         not the one we hold (nor in ``changes``), and the instance rows
         of that window."""
         since = self._swept_from - CLOCK_MARGIN
-        versions = db.get_change_versions_since(context, since,
-                                                COMPUTE_BINARY)
+        versions = self.source.get_change_versions_since(context, since,
+                                                         COMPUTE_BINARY)
         read = {(name, row['id']) for name in ('compute_nodes', 'services')
                 for row in changes[name]}
         read.update(('compute_nodes', node_id)
@@ -415,19 +424,20 @@ class HostManager:
             LOG.debug('Reading %d compute node and %d service row(s) '
                       'committed after a read they predate',
                       len(late['compute_nodes']), len(late['services']))
-            rows = db.get_rows_by_ids(context, late['compute_nodes'],
-                                      late['services'])
+            rows = self.source.get_rows_by_ids(
+                context, late['compute_nodes'], late['services'])
             for name in ('compute_nodes', 'services'):
                 changes[name] = changes[name] + rows[name]
             changes['deleted_compute_node_ids'] |= rows[
                 'deleted_compute_node_ids']
         known = {row['id'] for row in changes['instances']}
         changes['instances'] = changes['instances'] + [
-            row for row in db.get_instance_changes_since(context, since)
+            row for row in self.source.get_instance_changes_since(
+                context, since)
             if row['id'] not in known]
 
     def _held_version(self, name, row_id):
-        """The ``db.row_version`` of the row we hold, or None."""
+        """The ``row_version`` of the row we hold, or None."""
         seen = self._seen if name == 'compute_nodes' else self._service_seen
         return seen.get(row_id)
 
@@ -453,23 +463,26 @@ class HostManager:
         rows = {row['id']: row for row in computes
                 if row['id'] in self._by_id and
                 self._seen.get(row['id']) !=
-                db.row_version('compute_nodes', row)}
+                self.source.row_version('compute_nodes', row)}
         for compute_id in self._reread - rows.keys():
             if compute_id in self._by_id:
-                rows[compute_id] = db.compute_node_get(context, compute_id)
+                rows[compute_id] = self.source.compute_node_get(context,
+                                                                compute_id)
         self._reread.clear()
         changed = []
         for compute_id, row in rows.items():
             state = self._by_id[compute_id]
             state.update(compute=row)
-            self._seen[compute_id] = db.row_version('compute_nodes', row)
+            self._seen[compute_id] = self.source.row_version('compute_nodes',
+                                                             row)
             changed.append(state)
         return changed
 
     def _apply_service_rows(self, services):
         changed = []
         for svc in services:
-            self._service_seen[svc['id']] = db.row_version('services', svc)
+            self._service_seen[svc['id']] = self.source.row_version(
+                'services', svc)
             for state in self._states_of([svc['host']]):
                 if state.service != svc:
                     state.update(service=svc)
@@ -602,16 +615,19 @@ def _prefilter(hosts, spec_obj):
 def _apply_requested_destination(hosts, spec_obj):
     """Keep the host (and node, when given) of ``requested_destination``;
     its ``aggregates`` entries (comma lists of aggregate uuids) must each
-    match one of the host's aggregates; another cell matches nothing."""
+    match one of the host's aggregates; its ``cell``, when given, must be
+    the host's cell (``HostState.cell_uuid``), as Nova (Pike and later)
+    only looks at the requested cell's hosts."""
     dest = spec_obj.get('requested_destination')
     if dest is None:
         return hosts
     cell = dest.obj_get('cell')
-    if cell is not None and cell.obj_get('uuid') != \
-            cell_mapping.SINGLE_CELL_UUID:
-        LOG.info('Requested cell %s is not served here',
-                 cell.obj_get('uuid'))
-        return []
+    if cell is not None:
+        wanted = cell.obj_get('uuid')
+        hosts = [h for h in hosts if h.cell_uuid == wanted]
+        if not hosts:
+            LOG.info('Requested cell %s has no host here', wanted)
+            return []
     result = [h for h in hosts if _matches_destination(h, dest)]
     LOG.info('Requested destination %s:%s matched %d node(s)',
              dest.obj_get('host'), dest.obj_get('node'), len(result))

@@ -8,6 +8,20 @@ tasks.  ``stop()`` stops the server, waits for in-flight requests and
 releases the transport.  It has the start/stop/wait/reset interface of an
 oslo.service Service, so ``scheduler-service`` can run it under
 oslo.service's threading launcher with several workers.
+
+``start`` first checks the databases (``check_databases``): in Nova
+database mode (``[api_database] connection`` set) it opens and checks
+Nova's API and cell databases (``scheduler.db.source.get_source``); on
+the standalone schema it refuses a ``[database] connection`` that is
+another application's database (e.g. a Nova cell database).  When one
+cannot be used, it logs one line saying which and why, and exits
+(``SystemExit(1)``).  Then, in
+both modes, it keeps the service's ``nova-scheduler`` row
+(``scheduler.db.service_row``): created or updated at start, its
+heartbeat raised every ``[DEFAULT] report_interval`` seconds by a thread
+of its own, so that Nova's service list shows the scheduler up or down
+as it shows Nova's own.  A failed heartbeat is logged and the next one
+tried; it never stops the service.
 """
 
 import threading
@@ -22,10 +36,48 @@ from scheduler import objects
 from scheduler import rpc
 from scheduler.conf import CONF
 from scheduler.db import api as db_api
+from scheduler.db import migration
+from scheduler.db import service_row
+from scheduler.db import source as db_source
+from scheduler.db.nova import cells
+from scheduler.db.nova import source as nova_source
 
 LOG = logging.getLogger(__name__)
 
 DEFAULT_PERIODIC_SPACING = 60
+
+
+def check_databases():
+    """Check that the configured databases can be used, as
+    ``SchedulerService.start`` needs them: on the standalone schema, that
+    ``[database] connection`` is not another application's database (a
+    Nova database: Nova database mode is what schedules on those); in
+    Nova database mode, that Nova's API database, every cell database to
+    schedule to, the service row's cell and our own (synced) database can
+    be read.  The engines opened are closed again, so that a launcher can
+    call it before it forks its workers.
+
+    :returns: None when they can be used, else the one-line reason
+        (str, without passwords).
+    """
+    try:
+        return _check_databases()
+    finally:
+        db_api.get_engine().dispose()
+
+
+def _check_databases():
+    if not db_source.nova_mode():
+        return migration.foreign_schema()
+    probe = nova_source.NovaSource(CONF)
+    try:
+        probe.start()
+        probe.service_cell()
+    except cells.CellsError as exc:
+        return str(exc)
+    finally:
+        probe.stop()
+    return None
 
 
 class SchedulerService(service_base.ServiceBase):
@@ -38,10 +90,14 @@ class SchedulerService(service_base.ServiceBase):
         self.server = None
         self._stopping = threading.Event()
         self._periodic = None
+        self._heartbeats = None
+        self.service_row = None
 
     def start(self):
         objects.register_all()
         db_api.configure(CONF)
+        self._open_databases()
+        self.service_row.register()
         context = scheduler_context.get_admin_context()
         if self._transport is None:
             self._transport = rpc.get_transport(CONF)
@@ -54,8 +110,38 @@ class SchedulerService(service_base.ServiceBase):
             [self.manager, manager.BaseRPCAPI()])
         self.server.start()
         self._start_periodic_tasks(context)
+        self._heartbeats = threading.Thread(
+            target=self._beat, name='scheduler-heartbeat', daemon=True)
+        self._heartbeats.start()
         LOG.info('Scheduler %s serving topic %s with driver %s',
                  CONF.host, rpc.TOPIC, CONF.scheduler.driver)
+
+    def _open_databases(self):
+        """Open the host view's source and the service row's database; a
+        configuration that cannot work is logged in one line and ends
+        the process (see ``check_databases``)."""
+        error = None
+        try:
+            if not db_source.nova_mode():
+                error = migration.foreign_schema()
+            db_source.get_source()
+            self.service_row = service_row.configured(CONF.host)
+        except cells.CellsError as exc:
+            error = str(exc)
+        if error is not None:
+            LOG.error('Cannot start: %s', error)
+            self._stopping.set()
+            raise SystemExit(1)
+
+    def _beat(self):
+        """Raise the service row's heartbeat every ``report_interval``
+        seconds until the service stops."""
+        while not self._stopping.wait(CONF.report_interval):
+            try:
+                self.service_row.heartbeat()
+            except Exception as exc:
+                LOG.warning("Could not record the service's heartbeat: %s",
+                            exc)
 
     def _start_periodic_tasks(self, context):
         interval = CONF.scheduler.periodic_task_interval
@@ -84,6 +170,7 @@ class SchedulerService(service_base.ServiceBase):
         if self._owns_transport and self._transport is not None:
             self._transport.cleanup()
             self._transport = None
+        db_source.reset()
         LOG.info('Scheduler %s stopped', CONF.host)
 
     def wait(self):

@@ -167,7 +167,7 @@ NOVA_PYTHON=${SCHEDULER_NOVA_PYTHON:-$PYTHON}
 nova_venv_is_current() {
     [ -x "$NOVA_VENV/bin/python" ] && [ -f "$NOVA_STAMP" ] &&
         [ "$(cat "$NOVA_STAMP")" = "$NOVA_VERSION" ] &&
-        "$NOVA_VENV/bin/python" -c 'import nova.scheduler.client.query' \
+        "$NOVA_VENV/bin/python" -c 'import nova.scheduler.client.query, psycopg2' \
             >/dev/null 2>&1
 }
 
@@ -185,7 +185,8 @@ make_nova_venv() {
     fi
     log "installing nova==$NOVA_VERSION into $NOVA_VENV"
     PIP_ROOT_USER_ACTION=ignore "${pip[@]}" install -q \
-        --disable-pip-version-check --no-input "nova==$NOVA_VERSION" &&
+        --disable-pip-version-check --no-input "nova==$NOVA_VERSION" \
+        psycopg2-binary &&
         "$NOVA_VENV/bin/python" -c 'import nova.scheduler.client.query' &&
         echo "$NOVA_VERSION" > "$NOVA_STAMP"
 }

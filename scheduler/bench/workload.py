@@ -35,6 +35,7 @@ the hosts it picks into their server group.
 """
 
 import dataclasses
+import datetime
 import random
 import uuid
 
@@ -43,6 +44,7 @@ from oslo_serialization import jsonutils
 from oslo_utils import timeutils
 
 from scheduler.db import api as db
+from scheduler.db import service_row
 from scheduler.objects import flavor as flavor_obj
 from scheduler.objects import image_meta
 from scheduler.objects import instance_group as group_obj
@@ -139,11 +141,14 @@ class BenchHost:
 
 @dataclasses.dataclass
 class Seeded:
-    """The ids of the rows ``seed_hosts`` wrote."""
+    """The ids of the rows ``seed_hosts`` wrote, and when it began (naive
+    UTC): the scheduler services a benchmark starts write their own
+    ``nova-scheduler`` rows after that."""
 
     service_ids: list
     compute_node_ids: list
     aggregate_ids: list
+    seeded_at: datetime.datetime
 
 
 @dataclasses.dataclass
@@ -297,7 +302,8 @@ def seed_hosts(ctx, hosts):
                 db.COMPUTE_NODES.c.deleted == 0)
             .order_by(db.COMPUTE_NODES.c.id)).scalars())
         aggregate_ids = _seed_aggregates(session, hosts, now)
-    return Seeded(sorted(service_ids.values()), node_ids, aggregate_ids)
+    return Seeded(sorted(service_ids.values()), node_ids, aggregate_ids,
+                  now)
 
 
 def _seed_aggregates(session, hosts, now):
@@ -321,9 +327,13 @@ def _seed_aggregates(session, hosts, now):
 
 
 def remove_seeded(ctx, seeded):
-    """Delete (for real) the rows ``seed_hosts`` wrote, so that another
-    fleet can be seeded into the same database."""
+    """Delete (for real) the rows ``seed_hosts`` wrote, and the
+    ``nova-scheduler`` rows of the services started since, so that
+    another fleet can be seeded into the same database."""
     with db.context_manager.writer.using(ctx) as session:
+        session.execute(sa.delete(db.SERVICES).where(
+            db.SERVICES.c.binary == service_row.BINARY,
+            db.SERVICES.c.created_at >= seeded.seeded_at))
         for table, column in (
                 (db.AGGREGATE_METADATA, db.AGGREGATE_METADATA.c.aggregate_id),
                 (db.AGGREGATE_HOSTS, db.AGGREGATE_HOSTS.c.aggregate_id),

@@ -9,6 +9,12 @@ Usage::
 to revision ``V`` (default: the newest) and is harmless to repeat;
 ``db version`` prints the current revision, or ``None`` for an empty
 database.  Commands are oslo.config sub-commands, as in ``nova-manage``.
+
+``[database] connection`` is always the scheduler's own database, in
+Nova database mode too (``[api_database] connection`` set): ``db sync``
+never reads or changes Nova's databases, and refuses, with one line on
+stderr and exit status 1, a database that holds another application's
+schema (a Nova cell or API database).
 """
 
 import sys
@@ -25,7 +31,11 @@ LOG = logging.getLogger(__name__)
 
 def _db_sync():
     version = CONF.category.target_version or 'head'
-    migration.db_sync(version=version)
+    try:
+        migration.db_sync(version=version)
+    except migration.ForeignSchema as exc:
+        print('db sync: %s' % exc, file=sys.stderr)
+        return 1
     LOG.info('Database synced to %s', version)
     return 0
 

@@ -8,6 +8,8 @@ module per option group or theme; ``opts.list_opts`` feeds
 
 from oslo_config import cfg
 
+from scheduler.conf import api_database
+from scheduler.conf import cells
 from scheduler.conf import compute
 from scheduler.conf import database
 from scheduler.conf import moves
@@ -18,6 +20,6 @@ from scheduler.conf import upgrade_levels
 
 CONF = cfg.CONF
 
-for _module in (compute, database, moves, notifications, scheduler,
-                trusted_computing, upgrade_levels):
+for _module in (api_database, compute, database, moves, notifications,
+                scheduler, cells, trusted_computing, upgrade_levels):
     _module.register_opts(CONF)

@@ -6,6 +6,8 @@ etc/scheduler/scheduler-config-generator.conf`` writes the sample from it.
 
 import collections
 
+from scheduler.conf import api_database
+from scheduler.conf import cells
 from scheduler.conf import compute
 from scheduler.conf import database
 from scheduler.conf import moves
@@ -14,8 +16,8 @@ from scheduler.conf import scheduler
 from scheduler.conf import trusted_computing
 from scheduler.conf import upgrade_levels
 
-_MODULES = (compute, database, moves, notifications, scheduler,
-                trusted_computing, upgrade_levels)
+_MODULES = (api_database, compute, database, moves, notifications,
+            scheduler, cells, trusted_computing, upgrade_levels)
 
 
 def list_opts():

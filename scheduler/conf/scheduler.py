@@ -64,8 +64,11 @@ scheduler_opts = [
                     'also bounds the number of alternates: each '
                     'Selection list holds at most ``max_attempts`` hosts.'),
     cfg.IntOpt('discover_hosts_in_cells_interval', default=-1, min=-1,
-               help='Accepted for Nova compatibility and ignored: this '
-                    'service has a single cell and no host mappings.'),
+               help='Accepted for Nova compatibility and ignored: hosts '
+                    'are mapped to cells by ``nova-manage cell_v2 '
+                    'discover_hosts`` (or Nova\'s own scheduler), and in '
+                    'Nova database mode this service reads those '
+                    'mappings.'),
     cfg.IntOpt('workers', min=0,
                help='Number of worker processes of the scheduler service.  '
                     'Unset or 0 means one.'),

@@ -308,6 +308,14 @@ def compute_node_get_all(context):
 _CHANGE_TIMESTAMPS = ('updated_at', 'created_at', 'deleted_at')
 
 
+def changed_since(table):
+    """SQL: the row of ``table`` (with Nova's ``created_at``,
+    ``updated_at`` and ``deleted_at``) was created, updated or
+    soft-deleted after the bound parameter ``since``."""
+    since = sa.bindparam('since', type_=sa.DateTime)
+    return sa.or_(*(table.c[name] > since for name in _CHANGE_TIMESTAMPS))
+
+
 def _changed_since_select(table, dialect):
     """SELECT the rows of ``table`` created, updated or soft-deleted after
     the bound parameter ``since``, by id, in the form that costs
@@ -323,12 +331,10 @@ def _changed_since_select(table, dialect):
     indexes for it), and ``IN (... UNION ...)`` can become a per-row
     subquery on MySQL, where a derived table is materialised once.
     """
-    since = sa.bindparam('since', type_=sa.DateTime)
     if dialect == 'postgresql':
-        return (sa.select(table)
-                .where(sa.or_(*(table.c[name] > since
-                                for name in _CHANGE_TIMESTAMPS)))
+        return (sa.select(table).where(changed_since(table))
                 .order_by(table.c.id))
+    since = sa.bindparam('since', type_=sa.DateTime)
     changed = sa.union(*(sa.select(table.c.id).where(table.c[name] > since)
                          for name in _CHANGE_TIMESTAMPS)).subquery('changed')
     return (sa.select(table)
@@ -362,7 +368,10 @@ def row_version(table_name, row):
     return tuple(row.get(name) for name in VERSION_COLUMNS[table_name])
 
 
-def _changes(computes, services, instances):
+def changes_of(computes, services, instances):
+    """The result of ``get_changes_since`` from the compute node, service
+    and instance rows (lists of dicts) read: the compute nodes split
+    into the live ones and the set of the deleted ones' ids."""
     return {'compute_nodes': [r for r in computes if not r['deleted']],
             'deleted_compute_node_ids': {r['id'] for r in computes
                                          if r['deleted']},
@@ -394,7 +403,7 @@ def get_changes_since(context, since, binary='nova-compute'):
     params = {'since': since, 'binary': binary}
     with context_manager.reader.connection.using(context) as connection:
         statements = _changes_statements(connection.dialect.name)
-        return _changes(
+        return changes_of(
             _rows(connection, statements['compute_nodes'], params),
             _rows(connection, statements['services'], params),
             _rows(connection, statements['instances'], params))
@@ -448,7 +457,7 @@ def get_rows_by_ids(context, compute_node_ids=(), service_ids=()):
             for chunk in _chunks(sorted(ids), IN_CHUNK_SIZE):
                 found[table.name].extend(_rows(session, sa.select(table).where(
                     table.c.id.in_(chunk)).order_by(table.c.id)))
-    return _changes(found['compute_nodes'], found['services'], [])
+    return changes_of(found['compute_nodes'], found['services'], [])
 
 
 def timestamp_resolution():
@@ -627,23 +636,27 @@ def service_heartbeat(context, service_id):
 
 # ----------------------------------------------------------- aggregates --
 
-def _aggregates(session, aggregate_id=None):
+def aggregates_read(session, aggregate_id=None,
+                    tables=(AGGREGATES, AGGREGATE_HOSTS, AGGREGATE_METADATA)):
     """Build aggregate dicts with 3 queries (aggregates, hosts, metadata),
-    all aggregates or just ``aggregate_id``."""
-    aggregates = sa.select(AGGREGATES.c.id, AGGREGATES.c.uuid,
-                           AGGREGATES.c.name, AGGREGATES.c.created_at,
-                           AGGREGATES.c.updated_at).order_by(AGGREGATES.c.id)
-    hosts = sa.select(AGGREGATE_HOSTS.c.aggregate_id,
-                      AGGREGATE_HOSTS.c.host).order_by(AGGREGATE_HOSTS.c.id)
-    metadata = (sa.select(AGGREGATE_METADATA.c.aggregate_id,
-                          AGGREGATE_METADATA.c.key,
-                          AGGREGATE_METADATA.c.value)
-                .order_by(AGGREGATE_METADATA.c.id))
+    all aggregates or just ``aggregate_id``, on a Session or Connection.
+    ``tables``: the ``aggregates``, ``aggregate_hosts`` and
+    ``aggregate_metadata`` tables (ours, or Nova's API database's)."""
+    aggregates_table, hosts_table, metadata_table = tables
+    aggregates = sa.select(
+        aggregates_table.c.id, aggregates_table.c.uuid,
+        aggregates_table.c.name, aggregates_table.c.created_at,
+        aggregates_table.c.updated_at).order_by(aggregates_table.c.id)
+    hosts = sa.select(hosts_table.c.aggregate_id,
+                      hosts_table.c.host).order_by(hosts_table.c.id)
+    metadata = (sa.select(metadata_table.c.aggregate_id,
+                          metadata_table.c.key, metadata_table.c.value)
+                .order_by(metadata_table.c.id))
     if aggregate_id is not None:
-        aggregates = aggregates.where(AGGREGATES.c.id == aggregate_id)
-        hosts = hosts.where(AGGREGATE_HOSTS.c.aggregate_id == aggregate_id)
+        aggregates = aggregates.where(aggregates_table.c.id == aggregate_id)
+        hosts = hosts.where(hosts_table.c.aggregate_id == aggregate_id)
         metadata = metadata.where(
-            AGGREGATE_METADATA.c.aggregate_id == aggregate_id)
+            metadata_table.c.aggregate_id == aggregate_id)
     by_id = {row['id']: dict(row, hosts=[], metadata={})
              for row in _rows(session, aggregates)}
     # SQLite does not enforce the foreign keys: rows of an aggregate that
@@ -658,7 +671,7 @@ def _aggregates(session, aggregate_id=None):
 
 
 def _aggregate_get(session, aggregate_id):
-    found = _aggregates(session, aggregate_id)
+    found = aggregates_read(session, aggregate_id)
     if not found:
         raise _not_found('Aggregate', aggregate_id)
     return found[0]
@@ -690,7 +703,7 @@ def aggregate_get_all(context):
         'updated_at'}``.
     """
     with context_manager.reader.using(context) as session:
-        return _aggregates(session)
+        return aggregates_read(session)
 
 
 def aggregate_get(context, aggregate_id):
@@ -854,26 +867,38 @@ def _group_hosts(session, group_id):
     return list(session.execute(statement).scalars())
 
 
-def _instance_group_get(session, uuid):
-    statement = sa.select(INSTANCE_GROUPS).where(
-        INSTANCE_GROUPS.c.uuid == uuid)
+def instance_group_read(session, uuid, tables=(
+        INSTANCE_GROUPS, INSTANCE_GROUP_POLICIES, INSTANCE_GROUP_MEMBERS)):
+    """The server group ``uuid`` on a Session or Connection, as
+    ``instance_group_get_by_uuid`` returns it but without ``hosts``.
+    ``tables``: the ``instance_groups``, ``instance_group_policy`` and
+    ``instance_group_member`` tables (ours, or Nova's API database's).
+
+    :raises scheduler.exception.NotFound: no group has this uuid.
+    """
+    groups, policy_table, member_table = tables
+    statement = sa.select(groups).where(groups.c.uuid == uuid)
     group = session.execute(statement).mappings().first()
     if group is None:
         raise _not_found('Instance group', uuid)
     group = dict(group)
-    policies = (sa.select(INSTANCE_GROUP_POLICIES.c.policy,
-                          INSTANCE_GROUP_POLICIES.c.rules)
-                .where(INSTANCE_GROUP_POLICIES.c.group_id == group['id'])
-                .order_by(INSTANCE_GROUP_POLICIES.c.id))
-    members = (sa.select(INSTANCE_GROUP_MEMBERS.c.instance_uuid)
-               .where(INSTANCE_GROUP_MEMBERS.c.group_id == group['id'])
-               .order_by(INSTANCE_GROUP_MEMBERS.c.id))
+    policies = (sa.select(policy_table.c.policy, policy_table.c.rules)
+                .where(policy_table.c.group_id == group['id'])
+                .order_by(policy_table.c.id))
+    members = (sa.select(member_table.c.instance_uuid)
+               .where(member_table.c.group_id == group['id'])
+               .order_by(member_table.c.id))
     group['policies'] = []
     group['rules'] = {}
     for policy, rules in session.execute(policies):
         group['policies'].append(policy)
         group['rules'].update(json.loads(rules) if rules else {})
     group['members'] = list(session.execute(members).scalars())
+    return group
+
+
+def _instance_group_get(session, uuid):
+    group = instance_group_read(session, uuid)
     group['hosts'] = _group_hosts(session, group['id'])
     return group
 

@@ -122,6 +122,39 @@ replica) and deletes them by id in the next one.  Deadlocks, MariaDB's
 jittered back-off); other database errors (``DBConnectionError``,
 ``DBError``) propagate unchanged for the caller to map.
 
+Nova database mode
+==================
+
+With ``[api_database] connection`` set, the compute nodes are Nova's own
+rows in the cell databases, which the scheduler never writes, and the
+claims live in our own database (``[database] connection``): the
+statements above run unchanged on ``scheduler_node_claims``
+(``scheduler.db.nova.node_claims``), one row per claimed node, keyed by
+the view's node id (``scheduler.db.nova.ids``), which has the columns
+of ``compute_nodes`` that a claim checks and writes.  What differs:
+
+* The node's totals, reported usage and ratios are a *snapshot* of
+  Nova's row.  A claim first stores the snapshot its caller's view read
+  (``node_claims.refresh``, in the claim's transaction), which replaces
+  the stored one only when it is a later report (at equal report times
+  the larger usage stays), so the conditional UPDATE checks the newest
+  report any scheduler sharing the database has seen, as the standalone
+  UPDATE checks the row itself.  A view older than that is checked
+  against the newer report, never against its own.
+* ``deleted`` is the snapshot's: a node Nova deleted after the last
+  read of every scheduler sharing the database can still be claimed
+  (conservative: the build fails on it and the claim expires).
+* ``reconcile`` reads the instances and the nodes' rows from the cell
+  databases (``scheduler.db.nova.reconcile``): rules 3a and 3b as
+  above, compared in Python; rule 3c is not needed, since every
+  ``updated_at`` of Nova's rows is Nova's.  Before it releases a claim
+  it stores the node's row it read as the snapshot (when later), so a
+  release never leaves the check with a report older than the one it
+  relied on.  The claims of a cell that cannot be read only expire.
+
+The guarantees are those above: no overcommit among the schedulers
+sharing the claims database, and double counting rather than none.
+
 Datetimes are naive UTC, as everywhere in ``scheduler.db``.
 """
 
@@ -140,6 +173,8 @@ from scheduler import host_state
 from scheduler.conf import CONF
 from scheduler.db import api
 from scheduler.db import models
+from scheduler.db import source
+from scheduler.db.nova import node_claims
 
 context_manager = api.context_manager
 
@@ -260,47 +295,54 @@ def _chunks(items, size):
         yield items[start:start + size]
 
 
-def _column(name):
-    return COMPUTE_NODES.c[name]
+def _nodes():
+    """The table whose rows hold the nodes' claimed sums: our
+    ``compute_nodes`` on the standalone schema, ``scheduler_node_claims``
+    in Nova database mode (the same column names)."""
+    return node_claims.NODE_CLAIMS if source.nova_mode() else COMPUTE_NODES
 
 
-def _ratio(resource, ratios=None):
+def _column(name, nodes):
+    return nodes.c[name]
+
+
+def _ratio(resource, nodes, ratios=None):
     """SQL: the row's ratio when neither NULL nor 0, else the default:
     ``ratios[resource.ratio]``, or the bound parameter
     ``default_<ratio name>`` when ``ratios`` is None."""
-    column = _column(resource.ratio)
+    column = _column(resource.ratio, nodes)
     default = (sa.bindparam('default_' + resource.ratio, type_=sa.Float)
                if ratios is None
                else sa.literal(ratios[resource.ratio], sa.Float))
     return sa.func.coalesce(sa.func.nullif(column, 0.0), default)
 
 
-def _capacity(resource, ratios=None):
+def _capacity(resource, nodes, ratios=None):
     """SQL: ``total * ratio`` (a float)."""
-    return _column(resource.total) * _ratio(resource, ratios)
+    return _column(resource.total, nodes) * _ratio(resource, nodes, ratios)
 
 
-def _fits(resource):
+def _fits(resource, nodes):
     """SQL: the bound parameter ``request_<resource>`` more of ``resource``
     fit on the row, counting ``credit_<resource>`` (the part of
     ``claimed`` that this claim replaces) as free."""
     requested = sa.bindparam('request_' + resource.name, type_=sa.Integer)
     credit = sa.bindparam('credit_' + resource.name, type_=sa.Integer)
-    total = _column(resource.total)
-    free = (_capacity(resource) - _column(resource.used)
-            - _column(resource.claimed))
+    total = _column(resource.total, nodes)
+    free = (_capacity(resource, nodes) - _column(resource.used, nodes)
+            - _column(resource.claimed, nodes))
     fits = sa.and_(total >= requested, free >= requested - credit)
     if resource.name == 'vcpus':
         return sa.or_(total == 0, fits)  # Nova's CoreFilter lets it pass
     return fits
 
 
-def _overcommitted(resource, ratios):
+def _overcommitted(resource, nodes, ratios):
     """SQL: reported usage plus claims exceed the capacity."""
-    over = (_column(resource.used) + _column(resource.claimed)
-            > _capacity(resource, ratios))
+    over = (_column(resource.used, nodes) + _column(resource.claimed, nodes)
+            > _capacity(resource, nodes, ratios))
     if resource.name == 'vcpus':
-        return sa.and_(_column(resource.total) != 0, over)
+        return sa.and_(_column(resource.total, nodes) != 0, over)
     return over
 
 
@@ -308,29 +350,30 @@ def _claim_row_select():
     return sa.select(CLAIMS).order_by(CLAIMS.c.id)
 
 
-def _node_claim_values():
+def _node_claim_values(nodes):
     """SET values adding the bound parameters ``delta_<resource>`` to the
     ``claimed_*`` columns, bumping ``generation`` and stamping
     ``updated_at`` and ``claims_updated_at`` with the parameter ``now``."""
     now = sa.bindparam('now', type_=sa.DateTime)
-    values = {resource.claimed: _column(resource.claimed) + sa.bindparam(
-        'delta_' + resource.name, type_=sa.Integer)
-        for resource in RESOURCES}
-    values.update(generation=COMPUTE_NODES.c.generation + 1,
+    values = {resource.claimed: _column(resource.claimed, nodes) +
+              sa.bindparam('delta_' + resource.name, type_=sa.Integer)
+              for resource in RESOURCES}
+    values.update(generation=nodes.c.generation + 1,
                   updated_at=now, claims_updated_at=now)
     return values
 
 
 @functools.cache
-def _statements():
-    """The statements of a claim and a release, built once with bound
-    parameters (building one costs more than running it)."""
-    node_id = sa.bindparam('node_id', type_=sa.Integer)
-    take = (sa.update(COMPUTE_NODES)
-            .where(COMPUTE_NODES.c.id == node_id,
-                   COMPUTE_NODES.c.deleted == 0,
-                   *[_fits(resource) for resource in RESOURCES])
-            .values(**_node_claim_values()))
+def _statements(nodes):
+    """The statements of a claim and a release on the ``nodes`` table
+    (``_nodes()``), built once with bound parameters (building one costs
+    more than running it)."""
+    node_id = sa.bindparam('node_id', type_=nodes.c.id.type)
+    take = (sa.update(nodes)
+            .where(nodes.c.id == node_id,
+                   nodes.c.deleted == 0,
+                   *[_fits(resource, nodes) for resource in RESOURCES])
+            .values(**_node_claim_values(nodes)))
     claim_columns = ['instance_uuid', 'compute_node_id', 'vcpus',
                      'memory_mb', 'disk_gb', 'expires_at', 'created_at']
     return {
@@ -346,9 +389,9 @@ def _statements():
         # no read of its claim first.
         'take_new': take.where(~sa.exists().where(
             CLAIMS.c.instance_uuid == sa.bindparam('instance_uuid'))),
-        'subtract': (sa.update(COMPUTE_NODES)
-                     .where(COMPUTE_NODES.c.id == node_id)
-                     .values(**_node_claim_values())),
+        'subtract': (sa.update(nodes)
+                     .where(nodes.c.id == node_id)
+                     .values(**_node_claim_values(nodes))),
         'delete': sa.delete(CLAIMS).where(
             CLAIMS.c.id == sa.bindparam('claim_id'),
             CLAIMS.c.instance_uuid == sa.bindparam('instance_uuid')),
@@ -358,9 +401,8 @@ def _statements():
         'insert': sa.insert(CLAIMS).values(
             {name: sa.bindparam('new_' + name, type_=CLAIMS.c[name].type)
              for name in claim_columns + ['host']}),
-        'hosts': sa.select(COMPUTE_NODES.c.id, COMPUTE_NODES.c.host).where(
-            COMPUTE_NODES.c.id.in_(sa.bindparam('node_ids',
-                                                expanding=True))),
+        'hosts': sa.select(nodes.c.id, nodes.c.host).where(
+            nodes.c.id.in_(sa.bindparam('node_ids', expanding=True))),
     }
 
 
@@ -410,7 +452,7 @@ def _take(session, compute_node_id, amounts, credit, ratios, now,
     claim (``credit`` must then be zero)."""
     params = _take_params(compute_node_id, amounts, credit, ratios, now,
                           new_instance)
-    statement = _statements()['take_new' if new_instance else 'take']
+    statement = _statements(_nodes())['take_new' if new_instance else 'take']
     return session.execute(statement, params).rowcount == 1
 
 
@@ -422,7 +464,7 @@ def _take_all_new(connection, wanted, ratios, now):
     no_credit = dict.fromkeys(_BY_NAME, 0)
     params = [_take_params(node_id, amounts, no_credit, ratios, now, uuid)
               for node_id, uuid, amounts in wanted]
-    result = connection.execute(_statements()['take_new'], params)
+    result = connection.execute(_statements(_nodes())['take_new'], params)
     return result.rowcount == len(wanted)
 
 
@@ -435,7 +477,7 @@ def _subtract(session, rows, now):
         for name in _BY_NAME:
             by_node[row['compute_node_id']][name] -= row[name]
     for node_id in sorted(by_node):
-        session.execute(_statements()['subtract'],
+        session.execute(_statements(_nodes())['subtract'],
                         dict(_deltas(by_node[node_id]), node_id=node_id,
                              now=now))
 
@@ -444,7 +486,8 @@ def _delete_row(session, row):
     """DELETE one claim row by id (ids are never reused) and instance
     uuid; True when this call removed it."""
     params = {'claim_id': row['id'], 'instance_uuid': row['instance_uuid']}
-    return session.execute(_statements()['delete'], params).rowcount == 1
+    return (session.execute(_statements(_nodes())['delete'], params)
+            .rowcount == 1)
 
 
 def _release_rows(session, rows, now):
@@ -598,9 +641,12 @@ def claim_many_in(connection, wanted, ratios=None, expires_at=None,
                     key=lambda item: item[0])
     expires_at = expires_at or default_expires_at()
     now = _utcnow()
-    statements = _statements()
+    statements = _statements(_nodes())
     if connection.dialect.name == 'sqlite':
         connection.execute(statements['begin_write'])
+    if source.nova_mode():
+        node_claims.refresh(connection, source.get_source().snapshots(
+            {item[0] for item in wanted}))
     unknown = sorted({item[0] for item in wanted} - hosts.keys())
     if unknown:
         hosts.update(connection.execute(statements['hosts'],
@@ -639,7 +685,7 @@ def _claim_in(connection, compute_node_id, instance_uuid, amounts, ratios,
     if _take(connection, compute_node_id, amounts, no_credit, ratios, now,
              new_instance=instance_uuid):
         return True
-    found = _rows(connection, _statements()['claim_of'],
+    found = _rows(connection, _statements(_nodes())['claim_of'],
                   {'instance_uuid': instance_uuid})
     if not found:
         return False
@@ -739,9 +785,15 @@ def reconcile(context, now=None):
         the current time.
     :returns: ``{'expired': int, 'superseded': int}``, the claims this
         call released (those another caller released first not counted).
+    In Nova database mode the instances and the nodes' reports are read
+    from the cell databases (``scheduler.db.nova.reconcile``).
+
     :raises oslo_db.exception.DBError: database errors, unchanged.
     """
     now = now or _utcnow()
+    if source.nova_mode():
+        from scheduler.db.nova import reconcile as nova_reconcile
+        return nova_reconcile.reconcile(context, now)
     with context_manager.reader.using(context) as session:
         superseded = _rows(session, _superseded_select())
         expired = _rows(session, _expired_select(now))
@@ -770,18 +822,23 @@ def overcommitted_nodes(context, ratios=None):
     :raises scheduler.exception.Invalid: a ratio is not a positive number.
     """
     ratios = _resolved_ratios(ratios)
-    node = COMPUTE_NODES.c
-    columns = [node.id, node.host, node.hypervisor_hostname]
+    nodes = _nodes()
+    node = nodes.c
+    columns = [node.id, node.host,
+               node.get('hypervisor_hostname',
+                        sa.null().label('hypervisor_hostname'))]
     for resource in RESOURCES:
         columns += [
-            _column(resource.used).label(resource.name + '_used'),
-            _column(resource.claimed).label(resource.name + '_claimed'),
-            _capacity(resource, ratios).label(resource.name + '_capacity'),
-            sa.case((_overcommitted(resource, ratios), 1),
+            _column(resource.used, nodes).label(resource.name + '_used'),
+            _column(resource.claimed, nodes).label(
+                resource.name + '_claimed'),
+            _capacity(resource, nodes, ratios).label(
+                resource.name + '_capacity'),
+            sa.case((_overcommitted(resource, nodes, ratios), 1),
                     else_=0).label(resource.name + '_over')]
     statement = (sa.select(*columns)
                  .where(node.deleted == 0,
-                        sa.or_(*[_overcommitted(resource, ratios)
+                        sa.or_(*[_overcommitted(resource, nodes, ratios)
                                  for resource in RESOURCES]))
                  .order_by(node.id))
     with context_manager.reader.using(context) as session:
@@ -808,11 +865,12 @@ def unbalanced_nodes(context):
                       *[sa.func.sum(CLAIMS.c[name]).label(name)
                         for name in _BY_NAME])
             .group_by(CLAIMS.c.compute_node_id).subquery())
-    node = COMPUTE_NODES.c
+    nodes = _nodes()
+    node = nodes.c
     statement = (sa.select(node.id,
-                           *[_column(r.claimed) for r in RESOURCES],
+                           *[_column(r.claimed, nodes) for r in RESOURCES],
                            *[sums.c[name] for name in _BY_NAME])
-                 .select_from(COMPUTE_NODES.outerjoin(
+                 .select_from(nodes.outerjoin(
                      sums, sums.c.compute_node_id == node.id))
                  .order_by(node.id))
     with context_manager.reader.using(context) as session:

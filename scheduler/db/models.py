@@ -20,7 +20,12 @@ indexes on ``compute_nodes.updated_at``, ``compute_nodes.created_at`` and
 ``services.updated_at``, which serve the scheduler's incremental refresh;
 the resource claims of ``scheduler.db.claims``: the ``compute_nodes``
 columns ``claimed_vcpus``, ``claimed_memory_mb``, ``claimed_disk_gb`` and
-``claims_updated_at``, and the ``scheduler_claims`` table.
+``claims_updated_at``, and the ``scheduler_claims`` table; and, for Nova
+database mode (``docs/nova-databases.rst``), the
+``scheduler_node_claims`` table, where the claims on the compute nodes of
+Nova's own cell databases are summed.  The alembic revisions of this
+schema are kept in ``scheduler_alembic_version`` (``VERSION_TABLE``), not
+in alembic's default ``alembic_version``, which Nova's databases use.
 
 All datetimes are naive UTC, as Nova stores them.  The JSON columns
 (``compute_nodes.stats``, ``cpu_info``, ``supported_instances``,
@@ -31,6 +36,7 @@ All datetimes are naive UTC, as Nova stores them.  The JSON columns
 import datetime
 
 from oslo_utils import timeutils
+from sqlalchemy import BigInteger
 from sqlalchemy import Boolean
 from sqlalchemy import DateTime
 from sqlalchemy import Float
@@ -45,6 +51,9 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.orm import Mapped
 from sqlalchemy.orm import mapped_column
+
+# The table of the alembic revisions of this schema.
+VERSION_TABLE = 'scheduler_alembic_version'
 
 # Nova's "MediumText": TEXT, or MEDIUMTEXT (16 MiB) on MySQL.
 MediumText = Text().with_variant(mysql.MEDIUMTEXT(), 'mysql')
@@ -90,7 +99,35 @@ def _flag():
     return mapped_column(Boolean, default=False, server_default='0')
 
 
-class ComputeNode(Base, TimestampMixin, SoftDeleteMixin):
+class ClaimedNodeMixin:
+    """The columns a claim of ``scheduler.db.claims`` checks and writes,
+    shared by ``compute_nodes`` and ``scheduler_node_claims`` so that the
+    same statements serve both: the totals ``vcpus``, ``memory_mb``
+    (MiB) and ``local_gb`` (GiB), their reported ``*_used``, the three
+    allocation ratios (NULL or 0: the default), the sums of the live
+    claims ``claimed_vcpus``, ``claimed_memory_mb`` (MiB) and
+    ``claimed_disk_gb`` (GiB), ``generation`` and ``claims_updated_at``.
+    """
+
+    vcpus: Mapped[int] = mapped_column(Integer, nullable=False)
+    memory_mb: Mapped[int] = mapped_column(Integer, nullable=False)
+    local_gb: Mapped[int] = mapped_column(Integer, nullable=False)
+    vcpus_used: Mapped[int] = mapped_column(Integer, nullable=False)
+    memory_mb_used: Mapped[int] = mapped_column(Integer, nullable=False)
+    local_gb_used: Mapped[int] = mapped_column(Integer, nullable=False)
+    ram_allocation_ratio: Mapped[float | None] = mapped_column(Float)
+    cpu_allocation_ratio: Mapped[float | None] = mapped_column(Float)
+    disk_allocation_ratio: Mapped[float | None] = mapped_column(Float)
+    generation: Mapped[int] = _counter(nullable=False)
+    claimed_vcpus: Mapped[int] = _counter(nullable=False)
+    claimed_memory_mb: Mapped[int] = _counter(nullable=False)
+    claimed_disk_gb: Mapped[int] = _counter(nullable=False)
+    claims_updated_at: Mapped[datetime.datetime | None] = mapped_column(
+        DateTime)
+
+
+class ComputeNode(Base, TimestampMixin, SoftDeleteMixin,
+                  ClaimedNodeMixin):
     """One hypervisor node (``compute_nodes``), as its compute agent reports.
 
     Sizes: ``memory_mb`` in MiB, ``local_gb`` and ``disk_available_least``
@@ -122,12 +159,6 @@ class ComputeNode(Base, TimestampMixin, SoftDeleteMixin):
     service_id: Mapped[int | None] = mapped_column(Integer)
     host: Mapped[str | None] = mapped_column(String(255))
     uuid: Mapped[str | None] = mapped_column(String(36))
-    vcpus: Mapped[int] = mapped_column(Integer, nullable=False)
-    memory_mb: Mapped[int] = mapped_column(Integer, nullable=False)
-    local_gb: Mapped[int] = mapped_column(Integer, nullable=False)
-    vcpus_used: Mapped[int] = mapped_column(Integer, nullable=False)
-    memory_mb_used: Mapped[int] = mapped_column(Integer, nullable=False)
-    local_gb_used: Mapped[int] = mapped_column(Integer, nullable=False)
     hypervisor_type: Mapped[str] = mapped_column(MediumText, nullable=False)
     hypervisor_version: Mapped[int] = mapped_column(Integer, nullable=False)
     hypervisor_hostname: Mapped[str | None] = mapped_column(String(255))
@@ -144,18 +175,7 @@ class ComputeNode(Base, TimestampMixin, SoftDeleteMixin):
     extra_resources: Mapped[str | None] = mapped_column(Text)
     stats: Mapped[str | None] = mapped_column(Text, default='{}')
     numa_topology: Mapped[str | None] = mapped_column(Text)
-    ram_allocation_ratio: Mapped[float | None] = mapped_column(Float)
-    cpu_allocation_ratio: Mapped[float | None] = mapped_column(Float)
-    disk_allocation_ratio: Mapped[float | None] = mapped_column(Float)
     mapped: Mapped[int | None] = _counter()
-    generation: Mapped[int] = _counter(nullable=False)
-    # Our own: the sums of the live scheduler_claims rows of this node
-    # (vCPUs, MiB, GiB), and when a claim or release last wrote the row.
-    claimed_vcpus: Mapped[int] = _counter(nullable=False)
-    claimed_memory_mb: Mapped[int] = _counter(nullable=False)
-    claimed_disk_gb: Mapped[int] = _counter(nullable=False)
-    claims_updated_at: Mapped[datetime.datetime | None] = mapped_column(
-        DateTime)
 
 
 class Service(Base, TimestampMixin, SoftDeleteMixin):
@@ -341,8 +361,10 @@ class SchedulerClaim(Base, TimestampMixin):
     new claim for the same instance replaces it with a new id.
     ``expires_at`` (naive UTC) is when the claim is dropped if the
     instance never shows up.  Ids are never reused (``AUTOINCREMENT`` on
-    SQLite), so a row id names one claim forever.  See
-    ``scheduler.db.claims``.
+    SQLite), so a row id names one claim forever.  In Nova database mode
+    ``compute_node_id`` is the view's id of a node of a Nova cell (a
+    64-bit number, see ``scheduler.db.nova.ids``) and the amounts are
+    summed in ``scheduler_node_claims``.  See ``scheduler.db.claims``.
     """
 
     __tablename__ = 'scheduler_claims'
@@ -358,10 +380,50 @@ class SchedulerClaim(Base, TimestampMixin):
     id: Mapped[int] = mapped_column(Integer, primary_key=True,
                                     autoincrement=True)
     instance_uuid: Mapped[str] = mapped_column(String(36), nullable=False)
-    compute_node_id: Mapped[int] = mapped_column(Integer, nullable=False)
+    # INTEGER on SQLite (64 bits there), whose table is never rebuilt.
+    compute_node_id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer(), 'sqlite'), nullable=False)
     host: Mapped[str | None] = mapped_column(String(255))
     vcpus: Mapped[int] = mapped_column(Integer, nullable=False)
     memory_mb: Mapped[int] = mapped_column(Integer, nullable=False)
     disk_gb: Mapped[int] = mapped_column(Integer, nullable=False)
     expires_at: Mapped[datetime.datetime] = mapped_column(
         DateTime, nullable=False)
+
+
+class NodeClaims(Base, ClaimedNodeMixin):
+    """The claims on one compute node of a Nova cell database
+    (``scheduler_node_claims``, our own; Nova database mode only).
+
+    Nova's ``compute_nodes`` cannot carry the ``claimed_*`` columns, so
+    this row holds, for the node with the view's id ``id`` (see
+    ``scheduler.db.nova.ids``; ``uuid`` is Nova's ``compute_nodes.uuid``,
+    ``cell_uuid`` its cell mapping's uuid), what a claim checks: the
+    newest usage report of the node any scheduler has seen - ``vcpus``,
+    ``memory_mb`` (MiB), ``local_gb`` (GiB), their ``*_used``, the three
+    allocation ratios (NULL: the default), ``deleted`` and ``host`` as
+    Nova's row had them, and ``reported_at``, the row's ``updated_at``
+    (else ``created_at``) - and the sums of its live ``scheduler_claims``
+    rows, ``claimed_vcpus``, ``claimed_memory_mb`` (MiB) and
+    ``claimed_disk_gb`` (GiB).  ``generation`` counts the claims and
+    releases; they stamp ``updated_at`` and ``claims_updated_at``, which
+    a new report does not (the column names are those of our
+    ``compute_nodes``, so that the same claim statements serve both).
+    See ``scheduler.db.claims`` and ``scheduler.db.nova.node_claims``.
+    """
+
+    __tablename__ = 'scheduler_node_claims'
+    __table_args__ = (
+        Index('scheduler_node_claims_uuid_idx', 'uuid'),
+        Index('scheduler_node_claims_updated_at_idx', 'updated_at'),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True,
+                                    autoincrement=False)
+    uuid: Mapped[str] = mapped_column(String(36), nullable=False)
+    cell_uuid: Mapped[str | None] = mapped_column(String(36))
+    host: Mapped[str | None] = mapped_column(String(255))
+    deleted: Mapped[int] = _counter(nullable=False)
+    reported_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    created_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    updated_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)

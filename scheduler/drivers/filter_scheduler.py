@@ -60,8 +60,8 @@ from scheduler import exception
 from scheduler import live_migration
 from scheduler import notifications
 from scheduler.conf import CONF
-from scheduler.db import api as db
 from scheduler.db import claims
+from scheduler.db import source
 from scheduler.drivers import base
 from scheduler.host_state import HostState
 from scheduler.objects import selection as selection_obj
@@ -331,7 +331,8 @@ def _log_refusal(context, state, amounts):
     with the database (WARNING: the candidate check and the claim
     disagree, which should never happen)."""
     try:
-        row = db.compute_node_get(context, state.compute_id)
+        row = source.get_source().compute_node_get(context,
+                                                   state.compute_id)
     except exception.NotFound:
         LOG.info('Compute node %s:%s is gone; trying the next host',
                  state.host, state.nodename)

@@ -69,7 +69,7 @@ class Selection(base.SchedulerObject):
             compute_node_uuid=host_state.uuid,
             service_host=host_state.host,
             nodename=host_state.nodename,
-            cell_uuid=cell_mapping.SINGLE_CELL_UUID,
+            cell_uuid=host_state.cell_uuid or cell_mapping.SINGLE_CELL_UUID,
             limits=request_spec.SchedulerLimits.from_dict(limits),
             allocation_request=None,
             allocation_request_version=None,

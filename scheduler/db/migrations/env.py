@@ -5,6 +5,9 @@ open connection in ``config.attributes['connection']``.  Without one (a
 hand-written ``alembic.ini``), the URL comes from ``sqlalchemy.url`` or,
 failing that, from ``[database] connection`` through ``scheduler.db.api``.
 Offline mode (``--sql``) renders the DDL for ``sqlalchemy.url``.
+The revisions are recorded in ``scheduler_alembic_version``
+(``models.VERSION_TABLE``): alembic's default ``alembic_version`` is
+Nova's (and other applications').
 """
 
 from alembic import context
@@ -18,6 +21,7 @@ target_metadata = models.Base.metadata
 
 def _configure(**kwargs):
     context.configure(target_metadata=target_metadata,
+                      version_table=models.VERSION_TABLE,
                       compare_type=True,
                       render_as_batch=True,
                       **kwargs)

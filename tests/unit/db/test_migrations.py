@@ -22,7 +22,8 @@ from scheduler.db import models
 TABLES = {'compute_nodes', 'services', 'aggregates', 'aggregate_hosts',
           'aggregate_metadata', 'instances', 'instance_groups',
           'instance_group_member', 'instance_group_policy',
-          'scheduler_claims'}
+          'scheduler_claims', 'scheduler_node_claims'}
+VERSION_TABLE = 'scheduler_alembic_version'
 
 
 def _head():
@@ -33,7 +34,7 @@ def _head():
 
 def _schema_differences(engine, metadata=models.Base.metadata):
     def include_name(name, type_, parent_names):
-        return not (type_ == 'table' and name == 'alembic_version')
+        return not (type_ == 'table' and name == VERSION_TABLE)
 
     with engine.connect() as connection:
         context = alembic_migration.MigrationContext.configure(
@@ -58,7 +59,7 @@ def test_empty_database_has_no_version(db_engine):
 def test_db_sync_creates_the_models_schema(db_engine):
     migration.db_sync()
     assert migration.db_version() == _head()
-    assert _tables(db_engine) == TABLES | {'alembic_version'}
+    assert _tables(db_engine) == TABLES | {VERSION_TABLE}
     assert _schema_differences(db_engine) == []
 
 
@@ -101,7 +102,7 @@ def _manage(db_url, tmp_path, *args):
 def test_manage_db_sync_and_version(db_url, db_engine, tmp_path):
     result = _manage(db_url, tmp_path, 'db', 'sync')
     assert result.returncode == 0, result.stderr
-    assert _tables(db_engine) == TABLES | {'alembic_version'}
+    assert _tables(db_engine) == TABLES | {VERSION_TABLE}
     again = _manage(db_url, tmp_path, 'db', 'sync', '--version', _head())
     assert again.returncode == 0, again.stderr
     version = _manage(db_url, tmp_path, 'db', 'version')
@@ -116,3 +117,69 @@ def test_manage_rejects_bad_commands(tmp_path, args):
                      *args)
     assert result.returncode == 2
     assert 'usage:' in result.stderr
+
+
+# -- the version table of our own, and foreign databases ----------------------
+
+def _revisions():
+    scripts = alembic_script.ScriptDirectory(migration.MIGRATIONS_DIR)
+    return [script.revision for script in scripts.walk_revisions()]
+
+
+def _alembic_version(engine, revision):
+    """Record ``revision`` in alembic's default ``alembic_version``."""
+    with engine.begin() as connection:
+        connection.execute(sa.text(
+            'CREATE TABLE alembic_version (version_num VARCHAR(32) '
+            'NOT NULL PRIMARY KEY)'))
+        connection.execute(sa.text(
+            "INSERT INTO alembic_version VALUES ('%s')" % revision))
+
+
+def _legacy_install(engine, revision):
+    """A database synced by a release that kept our revision in
+    ``alembic_version``: migrated to ``revision``, version moved back."""
+    migration.db_sync(engine, version=revision)
+    _alembic_version(engine, revision)
+    with engine.begin() as connection:
+        connection.execute(sa.text('DROP TABLE %s' % VERSION_TABLE))
+
+
+def test_revision_of_an_older_release_is_moved_to_our_table(db_engine):
+    before = _revisions()[1]    # the revision before the head
+    _legacy_install(db_engine, before)
+    assert migration.db_version(db_engine) == before
+    with db_engine.begin() as connection:
+        connection.execute(sa.insert(api.AGGREGATES).values(name='kept'))
+    migration.db_sync(db_engine)
+    assert migration.db_version(db_engine) == _head()
+    assert _tables(db_engine) == TABLES | {VERSION_TABLE}
+    assert _schema_differences(db_engine) == []
+    with db_engine.connect() as connection:
+        names = connection.execute(sa.select(api.AGGREGATES.c.name))
+        assert list(names.scalars()) == ['kept']
+
+
+def test_another_applications_revision_is_refused(db_engine):
+    _alembic_version(db_engine, 'ab450ba04102')   # Nova 34's cell head
+    with pytest.raises(migration.ForeignSchema, match='ab450ba04102'):
+        migration.db_sync(db_engine)
+    assert _tables(db_engine) == {'alembic_version'}
+    assert migration.db_version(db_engine) is None
+
+
+def test_tables_of_ours_without_a_revision_are_refused(db_engine):
+    with db_engine.begin() as connection:
+        connection.execute(sa.text('CREATE TABLE compute_nodes (id INTEGER)'))
+    with pytest.raises(migration.ForeignSchema, match='compute_nodes'):
+        migration.db_sync(db_engine)
+    assert _tables(db_engine) == {'compute_nodes'}
+
+
+def test_manage_db_sync_refuses_a_foreign_database(db_url, db_engine,
+                                                   tmp_path):
+    _alembic_version(db_engine, 'ab450ba04102')   # Nova 34's cell head
+    result = _manage(db_url, tmp_path, 'db', 'sync')
+    assert result.returncode == 1
+    assert 'ab450ba04102' in result.stderr
+    assert _tables(db_engine) == {'alembic_version'}

@@ -1,0 +1,602 @@
+"""``NovaSource``: the host view's reads on a Nova deployment's databases.
+
+It answers every read of ``scheduler.db.source.HostSource`` from the
+tables Nova's own migrations created, and never writes to them:
+
+* compute nodes, services and instances from each cell database to
+  schedule to (``scheduler.db.nova.cells``: every cell mapping but cell0
+  and the disabled ones), one cell after another;
+* aggregates and server groups from the API database, and the cell of a
+  host from its ``host_mappings`` row;
+* the claimed sums of each node from our own database
+  (``scheduler_node_claims``, see ``scheduler.db.nova.node_claims``).
+
+Rows are dicts keyed by Nova's column names, as ``scheduler.db.api``
+returns them, with these differences:
+
+* ``id`` of compute nodes, services and instances is the view's 64-bit
+  id (``scheduler.db.nova.ids``), unique across cells; ``cell_uuid`` is
+  the uuid of the cell mapping the row was read from;
+* a compute node carries the node's ``claimed_vcpus``,
+  ``claimed_memory_mb`` (MiB), ``claimed_disk_gb`` (GiB), the claims'
+  ``generation`` and ``claims_updated_at`` from our database;
+  ``reported_at`` is Nova's ``updated_at``, and ``updated_at`` the later
+  of that and ``claims_updated_at`` (a claim by another scheduler is a
+  change of the node, as on the standalone schema).
+
+Incremental reads.  Nova's tables have no ``generation`` and no index on
+their timestamps: a changed-since read is one scan of each cell table
+(``api.changed_since``: ``created_at``, ``updated_at`` or ``deleted_at``
+after ``since``), and a row's version (``row_version``) is made of the
+columns Nova has: the timestamps and ``deleted``, the usage columns a
+report changes (so that two reports within one second - MySQL keeps
+whole seconds - still differ), and the claims' ``generation``.
+
+Cells that fail.  ``start`` (run by the service at start) reads the API
+database and every cell database and raises ``cells.CellsError`` when
+one cannot be used.  Later, a cell whose database fails is logged and
+skipped; its rows are missing from that read (as in Nova, whose
+HostManager skips a cell that does not answer), and the next change
+read of that cell goes back to the earliest time it missed (to the
+beginning after a full read missed it), so that its changes are not
+lost.  A read fails only when every cell failed.  New cell mappings are
+read at ``start`` only (Nova reads them at start and on SIGHUP).
+"""
+
+import datetime
+import functools
+import threading
+
+import sqlalchemy as sa
+from oslo_log import log as logging
+
+from scheduler import exception
+from scheduler.conf import CONF
+from scheduler.db import api
+from scheduler.db.nova import cells
+from scheduler.db.nova import ids
+from scheduler.db.nova import node_claims
+from scheduler.db.nova import schema
+
+LOG = logging.getLogger(__name__)
+
+# The start of a change read that must return everything.
+EPOCH = datetime.datetime(1970, 1, 1)
+# Most values in one ``IN (...)`` list.
+CHUNK = api.IN_CHUNK_SIZE
+
+NODES = schema.COMPUTE_NODES
+SERVICES = schema.SERVICES
+INSTANCES = schema.INSTANCES
+
+# Nova's columns of a compute node's version (``row_version``), read
+# narrowly by the sweep; the claims' ``generation`` comes last.
+NODE_VERSION_COLUMNS = (
+    'updated_at', 'created_at', 'deleted', 'vcpus_used', 'memory_mb_used',
+    'local_gb_used', 'free_ram_mb', 'free_disk_gb', 'disk_available_least',
+    'running_vms', 'current_workload')
+SERVICE_VERSION_COLUMNS = ('updated_at', 'created_at', 'deleted',
+                           'report_count', 'disabled', 'forced_down')
+
+_AGGREGATE_TABLES = (schema.AGGREGATES, schema.AGGREGATE_HOSTS,
+                     schema.AGGREGATE_METADATA)
+_GROUP_TABLES = (schema.INSTANCE_GROUPS, schema.INSTANCE_GROUP_POLICIES,
+                 schema.INSTANCE_GROUP_MEMBERS)
+
+
+def _later(first, second):
+    """The later of two naive datetimes, either of which may be None."""
+    if first is None or second is None:
+        return first or second
+    return max(first, second)
+
+
+def _chunks(items, size=CHUNK):
+    items = sorted(items)
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def _live(table):
+    return table.c.deleted == 0
+
+
+def _rows(connection, statement, params=None):
+    return [dict(row) for row in
+            connection.execute(statement, params).mappings()]
+
+
+class NovaSource:
+    """The reads of ``HostSource`` on a Nova deployment's databases
+    (module docstring).  Thread-safe; ``start`` before use, ``stop`` to
+    close the engines."""
+
+    def __init__(self, conf=CONF):
+        self._conf = conf
+        self._api = None
+        self._mappings = []
+        self._cells = []             # Cell to schedule to, by mapping id
+        self._by_id = {}             # cell_mappings.id -> Cell
+        self._service_cell = None
+        self._snapshots = {}         # view node id -> node_claims.Snapshot
+        self._host_cell = {}         # host -> cell_mappings.id of its nodes
+        self._missed = {}            # cell_mappings.id -> earliest since
+        self._lock = threading.Lock()
+
+    # -- life cycle ------------------------------------------------------
+
+    def start(self):
+        """Open and check the API database, every cell database to
+        schedule to, and our own ``scheduler_node_claims``.
+
+        :raises cells.CellsError: one of them cannot be used (one line).
+        """
+        url = self._conf.api_database.connection
+        try:
+            self._api = cells.create_engine(url, self._conf)
+        except cells.CellsError as exc:
+            raise cells.CellsError(
+                '[api_database] connection: %s' % exc) from exc
+        cells.check_tables(self._api, schema.API,
+                           '[api_database] connection')
+        self._mappings = cells.read_mappings(self._api)
+        wanted = cells.scheduled(self._mappings)
+        if not wanted:
+            raise cells.CellsError(
+                'the API database %s maps no enabled cell besides cell0 '
+                '(nova-manage cell_v2 create_cell)'
+                % cells.safe_url(self._api.url))
+        self._cells = [cells.open_cell(mapping, self._conf)
+                       for mapping in wanted]
+        self._by_id = {cell.id: cell for cell in self._cells}
+        for cell in self._cells:
+            cells.check(cell)
+        self._check_own_database()
+        LOG.info('Nova database mode: scheduling to %d cell(s): %s',
+                 len(self._cells),
+                 ', '.join(cell.label for cell in self._cells))
+
+    @staticmethod
+    def _check_own_database():
+        try:
+            with api.get_engine().connect() as connection:
+                connection.execute(sa.select(node_claims.NODE_CLAIMS).where(
+                    sa.false())).all()
+        except cells.DATABASE_ERRORS as exc:
+            raise cells.CellsError(
+                '[database] connection (the scheduler\'s own database) '
+                'has no scheduler_node_claims table: run scheduler-manage '
+                'db sync (%s)' % cells._first_line(exc)) from exc
+
+    def stop(self):
+        """Close every engine."""
+        extra = [self._service_cell] if self._service_cell else []
+        cells.dispose(self._cells + [c for c in extra
+                                     if c not in self._cells])
+        if self._api is not None:
+            self._api.dispose()
+
+    def service_cell(self):
+        """The ``Cell`` whose database keeps the service's row
+        (``[scheduler] service_cell``, a name or uuid), opened once.
+
+        :raises cells.CellsError: no cell mapping has that name or uuid,
+            or its database cannot be reached.
+        """
+        if self._service_cell is None:
+            wanted = self._conf.scheduler.service_cell
+            mapping = cells.find(self._mappings, wanted)
+            if mapping is None:
+                raise cells.CellsError(
+                    '[scheduler] service_cell: no cell mapping is named or '
+                    'has the uuid %r' % wanted)
+            self._service_cell = (self._by_id.get(mapping['id']) or
+                                  cells.open_cell(mapping, self._conf))
+        return self._service_cell
+
+    @property
+    def cells(self):
+        """The ``Cell`` objects scheduled to, by ``cell_mappings.id``."""
+        return list(self._cells)
+
+    def cell_of(self, view_id):
+        """The scheduled ``Cell`` of a view id, or None."""
+        return self._by_id.get(ids.cell_id(view_id))
+
+    # -- per cell --------------------------------------------------------
+
+    def _since(self, cell, since):
+        missed = self._missed.get(cell.id)
+        return since if missed is None else min(since, missed)
+
+    def _skip(self, cell, since, exc):
+        LOG.warning('Cell %s is skipped: its database cannot be read (%s)',
+                    cell.label, cells._first_line(exc))
+        with self._lock:
+            missed = self._missed.get(cell.id)
+            since = since or EPOCH
+            self._missed[cell.id] = since if missed is None else min(
+                missed, since)
+
+    def _each_cell(self, read, since=None, clears=False, only=None):
+        """``[(cell, read(cell, connection))]`` over the scheduled cells
+        (or the cells of ``only``, mapping ids); a cell that fails is
+        skipped (``_skip`` with ``since``).  With ``clears``, a cell read
+        forgets what it missed.  Raises the last error when every
+        scheduled cell failed (never with ``only``)."""
+        results, error = [], None
+        for cell in self._cells:
+            if only is not None and cell.id not in only:
+                continue
+            try:
+                with cell.engine.connect() as connection:
+                    results.append((cell, read(cell, connection)))
+            except cells.DATABASE_ERRORS as exc:
+                error = exc
+                self._skip(cell, since, exc)
+                continue
+            if clears:
+                with self._lock:
+                    self._missed.pop(cell.id, None)
+        if error is not None and not results and only is None:
+            raise error
+        return results
+
+    def _nodes_of_failed(self, found):
+        """The view ids of the nodes last read from the scheduled cells
+        missing from ``found`` (``_each_cell``'s result)."""
+        failed = {cell.id for cell in self._cells} - {
+            cell.id for cell, _rows in found}
+        if not failed:
+            return set()
+        return {view_id for view_id in list(self._snapshots)
+                if ids.cell_id(view_id) in failed}
+
+    # -- row shapes ------------------------------------------------------
+
+    def _node(self, cell, row, sums):
+        """The view's dict of a Nova ``compute_nodes`` row (module
+        docstring), its claims ``sums`` added; records its snapshot."""
+        view_id = ids.global_id(cell.id, row['id'])
+        self._snapshots[view_id] = node_claims.snapshot_of(
+            view_id, cell.uuid, row)
+        if row['host'] is not None:
+            self._host_cell[row['host']] = cell.id
+        node = dict(row, id=view_id, cell_uuid=cell.uuid,
+                    reported_at=row['updated_at'], **sums._asdict())
+        node['updated_at'] = _later(row['updated_at'],
+                                    sums.claims_updated_at)
+        return node
+
+    @staticmethod
+    def _tagged(cell, row):
+        """A services or instances row with the view's id and its cell."""
+        return dict(row, id=ids.global_id(cell.id, row['id']),
+                    cell_uuid=cell.uuid)
+
+    def _claim_sums(self, context, ids_=None):
+        with api.context_manager.reader.connection.using(
+                context) as connection:
+            return node_claims.sums(connection, ids_)
+
+    def _nodes(self, context, cell_rows, sums=None):
+        """Shape ``[(cell, [compute_nodes rows])]``, reading the claims
+        sums of the nodes not in ``sums``."""
+        sums = dict(sums or {})
+        wanted = {ids.global_id(cell.id, row['id'])
+                  for cell, rows in cell_rows for row in rows} - sums.keys()
+        if wanted:
+            sums.update(self._claim_sums(context, wanted))
+        return [self._node(cell, row, sums.get(
+                    ids.global_id(cell.id, row['id']), node_claims.NO_SUMS))
+                for cell, rows in cell_rows for row in rows]
+
+    def _by_cell(self, view_ids):
+        """``{cell_mappings.id: [local ids]}`` of ``view_ids``."""
+        grouped = {}
+        for view_id in view_ids:
+            grouped.setdefault(ids.cell_id(view_id), []).append(
+                ids.local_id(view_id))
+        return grouped
+
+    def _read_by_ids(self, table, view_ids, columns=None):
+        """``[(cell, rows)]``: the rows of ``table`` (deleted ones too)
+        with these view ids, all columns or ``id`` and ``columns``, from
+        the scheduled cells that answer."""
+        grouped = self._by_cell(view_ids)
+        if not grouped:
+            return []
+        statement = (sa.select(table.c.id, *[table.c[c] for c in columns])
+                     if columns else sa.select(table))
+
+        def read(cell, connection):
+            rows = []
+            for chunk in _chunks(grouped[cell.id]):
+                rows.extend(_rows(connection, statement.where(
+                    table.c.id.in_(chunk))))
+            return rows
+        return self._each_cell(read, only=grouped.keys())
+
+    # -- compute nodes ---------------------------------------------------
+
+    def compute_node_iter_all(self, context, batch=CHUNK):
+        """Yield every live compute node of the cells that answer, by
+        cell then id (a server-side cursor per cell)."""
+        sums = self._claim_sums(context)
+        statement = sa.select(NODES).where(_live(NODES)).order_by(NODES.c.id)
+        read_any, error = False, None
+        for cell in self._cells:
+            try:
+                with cell.engine.connect() as connection:
+                    result = connection.execute(
+                        statement, execution_options={'yield_per': batch})
+                    for row in result.mappings():
+                        view_id = ids.global_id(cell.id, row['id'])
+                        yield self._node(cell, row, sums.get(
+                            view_id, node_claims.NO_SUMS))
+                read_any = True
+            except cells.DATABASE_ERRORS as exc:
+                error = exc
+                self._skip(cell, None, exc)
+        if error is not None and not read_any:
+            raise error
+
+    def compute_node_get(self, context, compute_id):
+        """The live compute node ``compute_id`` (a view id).
+
+        :raises scheduler.exception.NotFound: no such live node in a
+            scheduled cell that answers.
+        """
+        found = self._nodes(context, self._read_by_ids(NODES, [compute_id]))
+        if not found or found[0]['deleted']:
+            raise exception.NotFound(
+                message='Compute node %s could not be found.' % compute_id)
+        return found[0]
+
+    def compute_node_get_hosts(self, context):
+        """The ``host`` values of the live compute nodes (a set)."""
+        statement = (sa.select(NODES.c.host).distinct()
+                     .where(_live(NODES), NODES.c.host.is_not(None)))
+        return {host for _cell, hosts in self._each_cell(
+            lambda cell, connection: connection.execute(
+                statement).scalars().all()) for host in hosts}
+
+    def snapshots(self, view_ids):
+        """The ``node_claims.Snapshot`` of each of ``view_ids`` as the view
+        last read it (read from its cell when it never did); ids of no
+        node of a scheduled cell are left out."""
+        found = {view_id: self._snapshots[view_id] for view_id in view_ids
+                 if view_id in self._snapshots}
+        missing = set(view_ids) - found.keys()
+        for cell, rows in self._read_by_ids(NODES, missing):
+            for row in rows:
+                view_id = ids.global_id(cell.id, row['id'])
+                found[view_id] = self._snapshots[view_id] = (
+                    node_claims.snapshot_of(view_id, cell.uuid, row))
+        return [found[view_id] for view_id in sorted(found)]
+
+    # -- services --------------------------------------------------------
+
+    def service_get_all_by_binary(self, context, binary='nova-compute',
+                                  include_disabled=True):
+        """The live services of ``binary`` in the scheduled cells."""
+        statement = (sa.select(SERVICES)
+                     .where(_live(SERVICES), SERVICES.c.binary == binary)
+                     .order_by(SERVICES.c.id))
+        if not include_disabled:
+            statement = statement.where(SERVICES.c.disabled == sa.false())
+        return [self._tagged(cell, row) for cell, rows in self._each_cell(
+            lambda cell, connection: _rows(connection, statement))
+            for row in rows]
+
+    # -- instances -------------------------------------------------------
+
+    def _host_mappings(self, hosts):
+        """``{host: cell_mappings.id}`` from the API database's
+        ``host_mappings``, for the mapped ones of ``hosts``."""
+        table = schema.HOST_MAPPINGS
+        found = {}
+        with self._api.connect() as connection:
+            for chunk in _chunks(hosts):
+                found.update(connection.execute(
+                    sa.select(table.c.host, table.c.cell_id)
+                    .where(table.c.host.in_(chunk))).all())
+        return found
+
+    def instance_get_all_by_hosts(self, context, hosts):
+        """``{host: [instance dicts]}``, an entry (maybe empty) per host.
+
+        A host's instances are read in the cell of its ``host_mappings``
+        row, as Nova does (else in the cell its compute nodes were read
+        from; a host known by neither has none).
+        """
+        by_host = {host: [] for host in hosts}
+        mapped = self._host_mappings(by_host)
+        hosts_of = {}
+        for host in by_host:
+            cell_id = mapped.get(host, self._host_cell.get(host))
+            if cell_id is not None:
+                hosts_of.setdefault(cell_id, []).append(host)
+
+        def read(cell, connection):
+            rows = []
+            for chunk in _chunks(hosts_of[cell.id]):
+                rows.extend(_rows(connection, sa.select(INSTANCES).where(
+                    _live(INSTANCES), INSTANCES.c.host.in_(chunk)).order_by(
+                    INSTANCES.c.id)))
+            return rows
+        for cell, rows in self._each_cell(read, only=hosts_of.keys()):
+            for row in rows:
+                by_host[row['host']].append(self._tagged(cell, row))
+        return by_host
+
+    def instance_get_all_by_host(self, context, host):
+        """The live instances of ``host`` (list of dicts)."""
+        return self.instance_get_all_by_hosts(context, [host])[host]
+
+    # -- API database ----------------------------------------------------
+
+    def aggregate_get_all(self, context):
+        """Every aggregate of the API database, shaped as
+        ``api.aggregate_get_all``'s."""
+        with self._api.connect() as connection:
+            return api.aggregates_read(connection, tables=_AGGREGATE_TABLES)
+
+    def instance_group_get_by_uuid(self, context, uuid):
+        """A server group of the API database, shaped as
+        ``api.instance_group_get_by_uuid``'s; ``hosts`` are those of its
+        live member instances in the scheduled cells.
+
+        :raises scheduler.exception.NotFound: no group has this uuid.
+        """
+        with self._api.connect() as connection:
+            group = api.instance_group_read(connection, uuid,
+                                            tables=_GROUP_TABLES)
+        members = group['members']
+
+        def read(cell, connection):
+            hosts = set()
+            for chunk in _chunks(members):
+                hosts.update(connection.execute(
+                    sa.select(INSTANCES.c.host).distinct().where(
+                        _live(INSTANCES), INSTANCES.c.host.is_not(None),
+                        INSTANCES.c.uuid.in_(chunk))).scalars())
+            return hosts
+        group['hosts'] = sorted(set().union(
+            *(hosts for _cell, hosts in self._each_cell(read)))) if (
+            members) else []
+        return group
+
+    # -- incremental reads -----------------------------------------------
+
+    def _changed(self, table, since, binary=None, columns=None):
+        """The read of ``table``'s rows changed since ``since`` in a cell
+        (a function of cell and connection), all columns or ``id`` and
+        ``columns`` (a tuple)."""
+        statement = _changed_statement(table, binary, columns)
+
+        def read(cell, connection):
+            return _rows(connection, statement,
+                         {'since': self._since(cell, since)})
+        return read
+
+    def get_changes_since(self, context, since, binary='nova-compute'):
+        """What changed after ``since`` in the scheduled cells and in our
+        claims, shaped as ``api.get_changes_since``'s result.  A compute
+        node whose claims changed comes with its current row; the nodes
+        of a cell that cannot be read count as deleted."""
+        readers = {'compute_nodes': self._changed(NODES, since),
+                   'services': self._changed(SERVICES, since, binary),
+                   'instances': self._changed(INSTANCES, since)}
+        found = self._each_cell(
+            lambda cell, connection: {name: read(cell, connection)
+                                      for name, read in readers.items()},
+            since=since, clears=True)
+        with api.context_manager.reader.connection.using(
+                context) as connection:
+            claimed = node_claims.changed_since(connection, since)
+        computes = self._nodes(context, [
+            (cell, rows['compute_nodes']) for cell, rows in found], claimed)
+        extra = claimed.keys() - {row['id'] for row in computes}
+        computes += self._nodes(context, self._read_by_ids(NODES, extra),
+                                claimed)
+        changes = api.changes_of(
+            sorted(computes, key=lambda row: row['id']),
+            [self._tagged(cell, row)
+             for cell, rows in found for row in rows['services']],
+            [self._tagged(cell, row)
+             for cell, rows in found for row in rows['instances']])
+        # The nodes of a cell that failed are gone until it answers: the
+        # view reads everything again without them.
+        changes['deleted_compute_node_ids'] |= self._nodes_of_failed(found)
+        return changes
+
+    def get_instance_changes_since(self, context, since):
+        """The ``instances`` part of ``get_changes_since`` alone."""
+        return [self._tagged(cell, row) for cell, rows in self._each_cell(
+            self._changed(INSTANCES, since), since=since) for row in rows]
+
+    def get_change_versions_since(self, context, since, binary='nova-compute'):
+        """``{'compute_nodes': {id: version}, 'services': {id: version}}``
+        of the rows changed since ``since`` (deleted ones included), and
+        of the nodes whose claims changed: a narrow read (ids and
+        ``row_version`` columns)."""
+        nodes = self._changed(NODES, since, columns=NODE_VERSION_COLUMNS)
+        services = self._changed(SERVICES, since, binary,
+                                 SERVICE_VERSION_COLUMNS)
+        found = self._each_cell(
+            lambda cell, connection: (nodes(cell, connection),
+                                      services(cell, connection)),
+            since=since)
+        parts = {ids.global_id(cell.id, row['id']): _node_part(row)
+                 for cell, (rows, _services) in found for row in rows}
+        with api.context_manager.reader.connection.using(
+                context) as connection:
+            gens = {node_id: sums.generation for node_id, sums in
+                    node_claims.changed_since(connection, since).items()}
+            missing = parts.keys() - gens.keys()
+            gens.update((node_id, sums.generation) for node_id, sums in
+                        node_claims.sums(connection, missing).items())
+        for cell, rows in self._read_by_ids(NODES, gens.keys() - parts.keys(),
+                                            NODE_VERSION_COLUMNS):
+            parts.update((ids.global_id(cell.id, row['id']), _node_part(row))
+                         for row in rows)
+        return {
+            'compute_nodes': {node_id: part + (gens.get(node_id, 0),)
+                              for node_id, part in parts.items()},
+            'services': {
+                ids.global_id(cell.id, row['id']): tuple(
+                    row[name] for name in SERVICE_VERSION_COLUMNS)
+                for cell, (_nodes, rows) in found for row in rows}}
+
+    def get_rows_by_ids(self, context, compute_node_ids=(), service_ids=()):
+        """The compute node and service rows of these view ids, deleted
+        ones included, shaped as ``get_changes_since``'s result (no
+        instances)."""
+        computes = self._nodes(context,
+                               self._read_by_ids(NODES, compute_node_ids))
+        services = [self._tagged(cell, row) for cell, rows in
+                    self._read_by_ids(SERVICES, service_ids) for row in rows]
+        return api.changes_of(computes, services, [])
+
+    @staticmethod
+    def row_version(table_name, row):
+        """The version of a compute node or service row of this source
+        (module docstring): every write of Nova or a claim changes it."""
+        if table_name == 'compute_nodes':
+            return tuple(row.get('reported_at') if name == 'updated_at'
+                         else row.get(name)
+                         for name in NODE_VERSION_COLUMNS) + (
+                row.get('generation') or 0,)
+        return tuple(row.get(name) for name in SERVICE_VERSION_COLUMNS)
+
+    def timestamp_resolution(self):
+        """One second when a cell database or ours is MySQL (whole-second
+        ``DATETIME``), else none."""
+        dialects = {cell.engine.dialect.name for cell in self._cells}
+        if 'mysql' in dialects:
+            return datetime.timedelta(seconds=1)
+        return api.timestamp_resolution()
+
+    @staticmethod
+    def cell_uuid(compute):
+        """The uuid of the cell a compute node row was read from."""
+        return compute['cell_uuid']
+
+
+@functools.cache
+def _changed_statement(table, binary, columns):
+    """SELECT the rows of ``table`` created, updated or soft-deleted after
+    the bound ``since`` (of ``binary`` for services), by id: one scan of
+    the table, which has no timestamp index in Nova's schema."""
+    selected = ([table.c.id] + [table.c[c] for c in columns]
+                if columns else [table])
+    statement = sa.select(*selected).where(api.changed_since(table))
+    if binary is not None:
+        statement = statement.where(table.c.binary == binary)
+    return statement.order_by(table.c.id)
+
+
+def _node_part(row):
+    """Nova's part of a compute node's version, from a narrow read."""
+    return tuple(row[name] for name in NODE_VERSION_COLUMNS)

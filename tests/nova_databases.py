@@ -1,0 +1,208 @@
+"""A Nova deployment's databases, made by Nova's own code, for tests.
+
+``NovaDatabases.create(admin_url, workdir)`` makes, on the server of
+``admin_url`` (``postgresql://...`` or ``sqlite://`` for files), an API
+database, cell0 and two cell databases, and lets Nova 34's own commands
+create their schemas: ``nova-manage api_db sync``, ``db sync``
+(``--local_cell``, one per cell database) and ``cell_v2 map_cell0`` /
+``cell_v2 create_cell`` (``cell1``, ``cell2``).  Its ``nova`` is a driver
+process (``functional/nova_db_driver/driver.py``) that writes rows with
+Nova's objects; this process never imports Nova.
+
+The Nova virtualenv comes from ``tools/test-setup.sh``
+(``$SCHEDULER_NOVA_VENV``, default ``~/.cache/scheduler-tests/nova-<v>``);
+without it the tests fail with a hint, or are skipped under
+``SCHEDULER_TEST_SKIP_NOVA=1``.  When the venv has no PostgreSQL driver,
+this interpreter's ``psycopg2`` is lent to Nova's processes (the same
+CPython build: the binary module loads in both).
+"""
+
+import concurrent.futures
+import contextlib
+import json
+import os
+import select
+import subprocess
+
+import pytest
+import sqlalchemy as sa
+
+from scheduler.bench import servers
+
+NOVA_VERSION = os.environ.get('SCHEDULER_NOVA_VERSION', '34.0.0')
+DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                      'functional', 'nova_db_driver', 'driver.py')
+ANSWER_TIMEOUT = 60
+COMMAND_TIMEOUT = 180
+CELLS = ('cell1', 'cell2')
+
+
+def nova_venv():
+    """The Nova venv's directory; fails (or skips) when it is missing."""
+    cache = (os.environ.get('XDG_CACHE_HOME') or
+             os.path.expanduser('~/.cache'))
+    venv = os.environ.get('SCHEDULER_NOVA_VENV') or os.path.join(
+        cache, 'scheduler-tests', 'nova-' + NOVA_VERSION)
+    stamp = os.path.join(venv, 'scheduler-nova-version')
+    if os.path.exists(stamp):
+        with open(stamp) as found:
+            if found.read().strip() == NOVA_VERSION:
+                return venv
+    if os.environ.get('SCHEDULER_TEST_SKIP_NOVA', '') in ('1', 'true'):
+        pytest.skip('SCHEDULER_TEST_SKIP_NOVA is set')
+    pytest.fail('no nova==%s venv in %s: run tools/test-setup.sh (or set '
+                'SCHEDULER_TEST_SKIP_NOVA=1)' % (NOVA_VERSION, venv),
+                pytrace=False)
+
+
+def _lent_psycopg2(venv, workdir):
+    """A directory holding links to this interpreter's psycopg2, for a
+    venv without a PostgreSQL driver; None when it has one."""
+    python = os.path.join(venv, 'bin', 'python')
+    if subprocess.run([python, '-I', '-c', 'import psycopg2'],
+                      capture_output=True).returncode == 0:
+        return None
+    import psycopg2
+    site = os.path.dirname(os.path.dirname(psycopg2.__file__))
+    lent = os.path.join(workdir, 'lent-site')
+    os.makedirs(lent, exist_ok=True)
+    for name in os.listdir(site):
+        if name.startswith('psycopg2') and not name.endswith('.dist-info'):
+            link = os.path.join(lent, name)
+            if not os.path.exists(link):
+                os.symlink(os.path.join(site, name), link)
+    return lent
+
+
+def _nova_conf(path, api_url, cell_url, workdir):
+    with open(path, 'w') as conf:
+        conf.write('[DEFAULT]\ntransport_url = fake://\nstate_path = %s\n'
+                   '[api_database]\nconnection = %s\n'
+                   '[database]\nconnection = %s\n'
+                   '[oslo_messaging_notifications]\ndriver = noop\n'
+                   '[oslo_concurrency]\nlock_path = %s\n'
+                   % (workdir, api_url, cell_url, workdir))
+    return path
+
+
+class NovaDriver:
+    """The driver process: ``request(op, **args)`` returns its ``ok``
+    answer, or raises AssertionError with its error (or its log, when it
+    does not answer within ANSWER_TIMEOUT seconds)."""
+
+    def __init__(self, venv, conf_path, env, log_path):
+        self.log_path = log_path
+        with open(log_path, 'w') as log:
+            self._process = subprocess.Popen(
+                [os.path.join(venv, 'bin', 'python'), '-I', DRIVER,
+                 conf_path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=log, text=True, env=env)
+        assert self._answer() == 'ready'
+
+    def _answer(self):
+        stdout = self._process.stdout
+        ready, _, _ = select.select([stdout], [], [], ANSWER_TIMEOUT)
+        line = stdout.readline() if ready else ''
+        if not line:
+            self.close()
+            with open(self.log_path) as log:
+                raise AssertionError('the Nova driver did not answer:\n%s'
+                                     % log.read()[-5000:])
+        answer = json.loads(line)
+        assert 'ok' in answer, answer
+        return answer['ok']
+
+    def request(self, op, **args):
+        print(json.dumps(dict(args, op=op)), file=self._process.stdin,
+              flush=True)
+        return self._answer()
+
+    def close(self):
+        """End of input, then a kill if it has not ended 10 s later."""
+        if self._process.poll() is not None:
+            return
+        self._process.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._process.wait(timeout=10)
+        if self._process.poll() is None:
+            self._process.kill()
+            self._process.wait()
+
+
+class NovaDatabases:
+    """The URLs (``api``, ``cell0``, ``cell1``, ``cell2``), the cell
+    mappings (``cells``: name -> uuid) and the ``nova`` driver of a Nova
+    deployment made by Nova's migrations."""
+
+    def __init__(self, admin_url, workdir):
+        self.workdir = str(workdir)
+        self.venv = nova_venv()
+        self.urls = {name: servers.create_database(admin_url, 'nova_' + name)
+                     for name in ('api', 'cell0') + CELLS}
+        env = {key: value for key, value in os.environ.items()
+               if not key.startswith('PYTHON')}
+        lent = _lent_psycopg2(self.venv, self.workdir)
+        if lent:
+            env['PYTHONPATH'] = env['NOVA_DB_DRIVER_PATH'] = lent
+        self.env = env
+        self.confs = {name: _nova_conf(
+            os.path.join(self.workdir, 'nova-%s.conf' % name),
+            self.urls['api'], self.urls[name], self.workdir)
+            for name in ('cell0',) + CELLS}
+        self.nova = None
+        self.cells = {}
+
+    def manage(self, conf_name, *args):
+        """Run ``nova-manage --config-file <conf> args``; its output."""
+        result = subprocess.run(
+            [os.path.join(self.venv, 'bin', 'nova-manage'), '--config-file',
+             self.confs[conf_name]] + list(args),
+            capture_output=True, text=True, env=self.env,
+            timeout=COMMAND_TIMEOUT, cwd=self.workdir)
+        assert result.returncode == 0, (args, result.stdout,
+                                        result.stderr[-5000:])
+        return result.stdout
+
+    def create(self):
+        """Nova's migrations on every database (the cell databases in
+        parallel), then the cell mappings."""
+        self.manage('cell1', 'api_db', 'sync')
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            list(pool.map(lambda name: self.manage(
+                name, 'db', 'sync', '--local_cell'), ('cell0',) + CELLS))
+        self.manage('cell1', 'cell_v2', 'map_cell0', '--database_connection',
+                    self.urls['cell0'])
+        for name in CELLS:
+            self.manage(name, 'cell_v2', 'create_cell', '--name', name,
+                        '--database_connection', self.urls[name],
+                        '--transport-url', 'fake://%s/' % name)
+        self.nova = NovaDriver(self.venv, self.confs['cell1'], self.env,
+                               os.path.join(self.workdir, 'driver.log'))
+        self.cells = {cell['name']: cell['uuid']
+                      for cell in self.nova.request('cells')}
+        return self
+
+    def close(self):
+        if self.nova is not None:
+            self.nova.close()
+        for url in self.urls.values():
+            servers.drop_database(url)
+
+
+def schema_of(url):
+    """``(table names, alembic_version rows)`` of a database, to compare
+    before and after something that must not touch it."""
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    try:
+        with engine.connect() as connection:
+            tables = sorted(sa.inspect(connection).get_table_names())
+            versions = sorted(connection.execute(sa.text(
+                'SELECT version_num FROM alembic_version')).scalars())
+            columns = {table: sorted(column['name'] for column in
+                                     sa.inspect(connection).get_columns(table))
+                       for table in ('compute_nodes', 'services',
+                                     'instances') if table in tables}
+    finally:
+        engine.dispose()
+    return tables, versions, columns
+
