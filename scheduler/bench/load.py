@@ -90,6 +90,7 @@ from scheduler.bench import workload
 from scheduler.conf import CONF
 from scheduler.db import api as db
 from scheduler.db import claims
+from scheduler.drivers import filter_scheduler
 from scheduler.replay import fleet
 
 LOG = logging.getLogger(__name__)
@@ -102,9 +103,8 @@ SMOKE = {'hosts': [20], 'time_budget_s': 15.0, 'server_timeout': 60.0}
 
 # RAM of the generated hosts is divided by this (16 to 128 GiB).
 RAM_DIVISOR = 4
-# The claim loop's INFO line on a lost race
-# (FilterScheduler._claim_first).
-LOST_RACE_MARKER = 'Another scheduler claimed the room on '
+# The driver's INFO line on a lost race.
+LOST_RACE_MARKER = filter_scheduler.LOST_RACE
 # SchedulerService.start's INFO line, once per worker.
 SERVING_MARKER = ' serving topic '
 ERROR_MARKER = ' ERROR '

@@ -70,6 +70,9 @@ from scheduler.resources import capacity
 LOG = logging.getLogger(__name__)
 
 NOT_ENOUGH_HOSTS = 'There are not enough hosts available.'
+# How every INFO line about a claim that lost a race begins (the load
+# benchmark counts them).
+LOST_RACE = 'Lost a claim race on '
 
 
 class FilterScheduler(base.Scheduler):
@@ -105,10 +108,10 @@ class FilterScheduler(base.Scheduler):
             placed = self._place_and_claim(context, spec_obj, uuids,
                                            return_alternates, claiming)
         except _LostRace as lost:
-            LOG.info('The claims of the request did not fit on %s: a '
-                     'node changed since this view read it (another '
-                     'scheduler\'s claim or a usage report); placing the '
-                     'request again, one claim per instance', ', '.join(
+            LOG.info(LOST_RACE + '%s: a node changed since this view '
+                     'read it (another scheduler\'s claim or a usage '
+                     'report); placing the request again, one claim per '
+                     'instance', ', '.join(
                          '%s:%s' % (s.host, s.nodename)
                          for s in lost.selected))
             manager.forget_consumption(lost.selected)
@@ -347,9 +350,9 @@ def _log_refusal(context, state, amounts):
     held = [getattr(state, resource.used) for resource in capacity.CLAIMED]
     read = [getattr(now, resource.used) for resource in capacity.CLAIMED]
     if held != read:
-        LOG.info('The claim on %s:%s was refused: it changed since this '
-                 'view read it (another scheduler\'s claim or a usage '
-                 'report); it lacks %s; trying the next host',
+        LOG.info(LOST_RACE + '%s:%s: it changed since this view read it '
+                 '(another scheduler\'s claim or a usage report); it lacks '
+                 '%s; trying the next host',
                  state.host, state.nodename, lacking)
     else:
         LOG.warning('The claim on %s:%s was refused although this view '

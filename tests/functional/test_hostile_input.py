@@ -65,6 +65,7 @@ from scheduler import exception
 from scheduler import filters
 from scheduler import rpc
 from scheduler.db import api as db
+from scheduler.db import service_row
 from scheduler.objects import aggregate as aggregate_obj
 from scheduler.objects import cell_mapping
 from scheduler.objects import compute_node
@@ -426,11 +427,19 @@ def _without_consumption(snapshot):
 
 
 def db_dump():
-    """Every row of the scheduler's tables, in primary-key order."""
+    """Every row of the scheduler's tables, in primary-key order, but the
+    scheduler's own ``nova-scheduler`` service row, whose heartbeat
+    changes it on its own."""
     with db.get_engine().connect() as conn:
         return {table.name: [tuple(row) for row in conn.execute(
-            sa.select(table).order_by(*table.primary_key.columns))]
-            for table in DB_TABLES}
+            _dump_select(table))] for table in DB_TABLES}
+
+
+def _dump_select(table):
+    select = sa.select(table).order_by(*table.primary_key.columns)
+    if table is db.SERVICES:
+        select = select.where(table.c.binary != service_row.BINARY)
+    return select
 
 
 # ----------------------------------------------------------- outcomes --

@@ -64,7 +64,7 @@ def test_a_host_that_holds_the_request_gets_it(ctx, caplog):
     # Stacking: the host with less free RAM of the two that fit.
     assert [s.service_host for s in selections[0]] == [
         'compute-0005', 'compute-0004']
-    assert 'claimed the room' not in caplog.text
+    assert filter_scheduler.LOST_RACE not in caplog.text
     assert 'was refused' not in caplog.text
     assert claims.claims_count(ctx) == 1
 
@@ -122,7 +122,7 @@ def test_a_refused_claim_tries_every_ranked_host(ctx, caplog):
                 claim_each=True)
     assert [state.host for state in selected] == ['compute-0005']
     # Ranked fifth or sixth: past the chosen host and its alternates.
-    assert caplog.text.count('was refused: it changed since') >= 4
+    assert caplog.text.count(filter_scheduler.LOST_RACE) >= 4
     assert 'vcpus: 0.0 free of 80 x 1.0, 4 asked' in caplog.text
 
 
@@ -137,7 +137,8 @@ def test_the_refusal_is_explained(ctx, caplog):
     with caplog.at_level(logging.INFO):
         filter_scheduler._log_refusal(
             ctx, state, claim_capacity.capacity.claim_amounts(_big_spec()))
-    assert 'compute-0005:compute-0005 was refused: it changed' in caplog.text
+    assert (filter_scheduler.LOST_RACE +
+            'compute-0005:compute-0005: it changed') in caplog.text
     assert 'vcpus: 1.0 free of 80 x 1.0, 64 asked' in caplog.text
 
 
