@@ -6,7 +6,8 @@ chosen by ``[notifications] notification_format``:
 * legacy (``unversioned``, the default, or ``both``): publisher
   ``scheduler.<host>``, payload ``{"request_spec": <legacy request_spec
   dict>}``, through the notifier the service gives the driver, on the
-  ``[oslo_messaging_notifications] topics`` (reference 7.1);
+  ``[oslo_messaging_notifications] topics`` (Nova's FilterScheduler
+  since Liberty);
 * versioned (``versioned`` or ``both``): publisher
   ``nova-scheduler:<host>`` (``[DEFAULT] host``), payload a
   ``RequestSpecPayload`` primitive (``scheduler.objects.notification``),

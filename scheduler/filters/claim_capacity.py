@@ -25,11 +25,8 @@ class ClaimCapacityFilter(filters.BaseHostFilter):
     RUN_ON_REBUILD = False
 
     def host_passes(self, host_state, spec_obj):
-        def get(name):
-            if name.endswith('_allocation_ratio'):
-                return utils.host_allocation_ratio(host_state, name)
-            return getattr(host_state, name)
-        return capacity.claim_fits(get, capacity.claim_amounts(spec_obj))
+        return capacity.claim_fits(utils.claimed_reader(host_state),
+                                   capacity.claim_amounts(spec_obj))
 
     def host_mask(self, table, rows, spec_obj):
         columns = table.columns

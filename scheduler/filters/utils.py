@@ -104,6 +104,17 @@ def host_allocation_ratio(host_state, ratio_name):
     return value
 
 
+def claimed_reader(host_state):
+    """``get(name)`` for ``scheduler.resources.capacity``: a HostState
+    attribute of ``capacity.CLAIMED``, its allocation ratios resolved as
+    ``host_allocation_ratio`` does."""
+    def get(name):
+        if name.endswith('_allocation_ratio'):
+            return host_allocation_ratio(host_state, name)
+        return getattr(host_state, name)
+    return get
+
+
 def allocation_ratio_rows(host_filter, table, rows, spec_obj, ratio_name):
     """The ratio ``host_filter._get_<ratio_name>(host_state, spec_obj)``
     gives each host of ``rows`` (a HostTable's intp row array), as a float

@@ -31,11 +31,8 @@ class BestFitWeigher(weights.BaseHostWeigher):
     multiplier_option = 'best_fit_weight_multiplier'
 
     def _weigh_object(self, host_state, weight_properties):
-        def get(name):
-            if name.endswith('_allocation_ratio'):
-                return utils.host_allocation_ratio(host_state, name)
-            return getattr(host_state, name)
-        return float(_tightest_leftover(get, weight_properties)[0])
+        return float(_tightest_leftover(utils.claimed_reader(host_state),
+                                        weight_properties)[0])
 
     def weigh_rows(self, table, rows, weight_properties):
         columns = table.columns
