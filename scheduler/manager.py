@@ -37,7 +37,7 @@ from scheduler import drivers
 from scheduler import exception
 from scheduler import rpc
 from scheduler.conf import CONF
-from scheduler.db import claims
+from scheduler.db import claim_releases
 from scheduler.objects import aggregate as aggregate_obj
 from scheduler.objects import base as objects_base
 from scheduler.objects import instance as instance_obj
@@ -108,6 +108,7 @@ class SchedulerManager:
     def __init__(self, context, notifier=None, driver=None):
         self.driver = driver or drivers.load_driver(context,
                                                     notifier=notifier)
+        self._claim_releases = claim_releases.ReleaseQueue()
 
     @property
     def host_manager(self):
@@ -236,7 +237,7 @@ class SchedulerManager:
         self.host_manager.delete_instance_info(ctxt, host_name,
                                                instance_uuid)
         if CONF.scheduler.claim_resources:
-            claims.release(ctxt, instance_uuid)
+            self._claim_releases.release(ctxt, instance_uuid)
 
     @messaging.expose
     @_cast_handler

@@ -90,6 +90,30 @@ class SchedulerObject(ovo_base.VersionedObject):
             return getattr(self, name)
         return default
 
+    def obj_attr_is_set(self, attrname):
+        """Whether field ``attrname`` has a value, as oslo.versionedobjects
+        answers (AttributeError for a name that is neither a field nor an
+        extra field), without listing the fields on every call: every
+        ``obj_to_primitive`` and ``obj_what_changed`` asks it once per
+        field."""
+        if attrname in self.fields:
+            return hasattr(self, _SET_VALUE_PREFIX + attrname)
+        return super().obj_attr_is_set(attrname)
+
+    def obj_what_changed(self):
+        """The names of the fields changed since the last
+        ``obj_reset_changes``, a set: those set directly and those whose
+        object value has changes of its own (oslo.versionedobjects'
+        rule), read from the set values instead of through each field's
+        getter."""
+        changes = {name for name in self._changed_fields
+                   if name in self.fields}
+        for name, value in self.obj_set_values().items():
+            if (isinstance(value, ovo_base.VersionedObject) and
+                    value.obj_what_changed()):
+                changes.add(name)
+        return changes
+
     def obj_set_values(self):
         """A dict of the fields that are set, name -> value.  Read from
         where oslo.versionedobjects keeps set values, so its cost grows

@@ -1,4 +1,4 @@
-"""SchedulerObject.obj_get against oslo.versionedobjects' own accessors."""
+"""SchedulerObject's accessors against oslo.versionedobjects' own."""
 
 import pytest
 
@@ -39,3 +39,39 @@ def test_obj_get_refuses_a_name_that_is_not_a_field():
 
 def test_obj_get_is_defined_once():
     assert request_spec.RequestSpec.obj_get is base.SchedulerObject.obj_get
+
+
+def _nested_spec():
+    spec = request_spec.RequestSpec(
+        num_instances=2, project_id='p',
+        flavor=flavor.Flavor(memory_mb=512, extra_specs={}))
+    spec.obj_reset_changes(recursive=True)
+    return spec
+
+
+@pytest.mark.parametrize('make', OBJECTS.values(), ids=OBJECTS.keys())
+def test_obj_attr_is_set_answers_as_ovo(make):
+    obj = make()
+    for name in list(obj.fields) + list(obj.obj_extra_fields):
+        assert (obj.obj_attr_is_set(name) ==
+                base.ovo_base.VersionedObject.obj_attr_is_set(obj, name))
+    with pytest.raises(AttributeError):
+        obj.obj_attr_is_set('no_such_field')
+
+
+@pytest.mark.parametrize('change', [
+    lambda spec: None,
+    lambda spec: setattr(spec, 'project_id', 'q'),
+    lambda spec: setattr(spec.flavor, 'memory_mb', 1024),
+    lambda spec: setattr(spec, 'flavor', flavor.Flavor(vcpus=1)),
+], ids=['none', 'own field', 'nested object', 'new object'])
+def test_obj_what_changed_answers_as_ovo(change):
+    """Own changes and changes inside a sub-object, as ovo counts them."""
+    spec = _nested_spec()
+    change(spec)
+    assert (spec.obj_what_changed() ==
+            base.ovo_base.VersionedObject.obj_what_changed(spec))
+    for obj in OBJECTS.values():
+        made = obj()
+        assert (made.obj_what_changed() ==
+                base.ovo_base.VersionedObject.obj_what_changed(made))

@@ -1,0 +1,81 @@
+"""ReleaseQueue: releases of deleted instances' claims taken together."""
+
+import threading
+
+from scheduler.db import claim_releases
+
+
+class Recorder:
+    """A ``release_many`` that records its batches; the first call can be
+    held until ``go`` is set."""
+
+    def __init__(self, hold_first=False):
+        self.batches = []
+        self.entered = threading.Event()
+        self.go = threading.Event()
+        if not hold_first:
+            self.go.set()
+
+    def __call__(self, context, uuids):
+        self.batches.append(list(uuids))
+        self.entered.set()
+        self.go.wait(10)
+        return 0
+
+
+def test_a_lone_release_is_done_before_it_returns():
+    recorder = Recorder()
+    queue = claim_releases.ReleaseQueue(recorder)
+    queue.release('ctx', 'u1')
+    queue.release('ctx', 'u2')
+    assert recorder.batches == [['u1'], ['u2']]
+
+
+def test_releases_queued_during_one_are_released_together_by_it():
+    recorder = Recorder(hold_first=True)
+    queue = claim_releases.ReleaseQueue(recorder)
+    first = threading.Thread(target=queue.release, args=('ctx', 'u0'))
+    first.start()
+    assert recorder.entered.wait(10)
+    others = [threading.Thread(target=queue.release, args=('ctx', 'u%d' % i))
+              for i in range(1, 6)]
+    for thread in others:
+        thread.start()
+    for thread in others:
+        thread.join(10)
+        assert not thread.is_alive()  # they only queued
+    recorder.go.set()
+    first.join(10)
+    assert recorder.batches[0] == ['u0']
+    assert sorted(recorder.batches[1]) == ['u%d' % i for i in range(1, 6)]
+    assert len(recorder.batches) == 2
+
+
+def test_no_uuid_is_left_behind_under_concurrency():
+    recorder = Recorder()
+    queue = claim_releases.ReleaseQueue(recorder)
+    uuids = ['u%d' % i for i in range(2000)]
+    threads = [threading.Thread(target=lambda part=uuids[i::8]: [
+        queue.release('ctx', uuid) for uuid in part]) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    released = [uuid for batch in recorder.batches for uuid in batch]
+    assert sorted(released) == sorted(uuids)
+
+
+def test_a_database_error_is_logged_and_later_releases_go_on(caplog):
+    calls = []
+
+    def failing_once(context, uuids):
+        calls.append(list(uuids))
+        if len(calls) == 1:
+            raise RuntimeError('database gone')
+
+    queue = claim_releases.ReleaseQueue(failing_once)
+    queue.release('ctx', 'u1')
+    queue.release('ctx', 'u2')
+    assert calls == [['u1'], ['u2']]
+    assert 'Could not release the claims of 1 deleted instances' in \
+        caplog.text
