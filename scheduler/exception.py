@@ -1,7 +1,7 @@
 """Exceptions raised by the scheduler, with Nova's names and messages.
 
 Every exception carries a message a caller can act on.  Messages follow
-``nova/exception.py`` (reference section 7.2).
+``nova/exception.py``.
 
 Over RPC, oslo.messaging sends a failure as the module and name of the
 exception's class, its arguments and keyword arguments; the caller
@@ -60,7 +60,8 @@ class NotFound(SchedulerException):
 
 class NoValidHost(SchedulerException):
     """No host can take the request.  ``reason`` says why, without detail:
-    the per-filter history goes to the log (Nova quirk 15)."""
+    the per-filter history goes to the log only, as in Nova, whose reply
+    never says which filter removed the hosts."""
 
     msg_fmt = 'No valid host was found. %(reason)s'
 

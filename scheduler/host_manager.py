@@ -1,47 +1,12 @@
 """HostManager: the scheduler's in-memory view of the compute nodes.
 
-It follows Nova's Newton/Ocata HostManager on the "all compute nodes" path
-(reference section 3), with the same answers but an incremental refresh:
-
-* every read goes through the configured ``scheduler.db.source``: the
-  standalone schema, or a Nova deployment's cell and API databases (Nova
-  database mode, ``docs/nova-databases.rst``); each HostState carries the
-  uuid of its node's cell (``HostState.cell_uuid``);
-* host states come from ``compute_nodes`` joined with the ``nova-compute``
-  ``services`` rows; a node without a service row is skipped, and nodes no
-  longer in the database are dropped ("dead nodes");
-* HostStates are kept between requests, so a virtual consumption lasts
-  until the node's row is newer (``HostState.update``);
-* each decision reads only the compute node, service and instance rows
-  created, updated or soft-deleted since the previous read began
-  (indexed timestamps), so its cost is O(rows changed), not O(hosts).
-  Writers stamp rows before they commit, with their own clocks: once a
-  second a sweep compares the versions of the rows stamped since
-  ``CLOCK_MARGIN`` before the previous sweep with ours and reads those
-  that differ (a narrow read of ids and versions: heartbeats make most
-  of a window, and we hold them already).  Every
-  ``[scheduler] full_refresh_interval`` seconds, and whenever nodes
-  appear or go, everything is re-read as Nova did per request.  With
-  ``[scheduler] host_state_max_age``, a decision within that many seconds
-  of the previous read skips it.  The view therefore holds every row
-  committed before the previous read began (by default: before this
-  decision), and within about ``SWEEP_INTERVAL`` seconds a row committed
-  up to ``CLOCK_MARGIN`` after its stamp; the rows of a writer whose
-  clock lags ours by more than that are seen at the next full read;
-* aggregates are read once at start-up and then kept current only by the
-  ``update_aggregates`` / ``delete_aggregate`` casts;
-* with ``track_instance_changes``, each host's instances are kept from the
-  compute services' instance casts; a host not yet in sync (and every host
-  without tracking) has the instances of the database, kept current from
-  the instance rows changed since the previous read;
-* ``HostTable`` mirrors the HostStates as NumPy columns; every change to a
-  HostState goes through this class, which syncs its row (O(1));
-* ``get_filtered_rows`` / ``get_weighed_rows`` filter and weigh over the
-  table, ``get_filtered_hosts`` / ``get_weighed_hosts`` over HostState
-  lists, with the same answers; both apply ``requested_destination``,
-  ``ignore_hosts``, ``force_hosts`` and ``force_nodes`` first (reference
-  3.6), removing the source host of a move after ``requested_destination``
-  (``scheduler.moves``).
+It follows Nova's Newton/Ocata HostManager on the "all compute nodes"
+path, with the same answers but an incremental refresh: HostStates are
+kept between requests and each decision reads, through
+``scheduler.db.source``, only the rows changed since the previous read,
+with a periodic sweep and full refresh.  It filters and weighs over its
+``HostTable`` or over HostState lists, with the same answers.  How the
+view is built and refreshed is described in docs/refresh.rst.
 
 Every public method is thread-safe: the RPC server runs requests and casts
 on a pool of threads.
@@ -137,7 +102,7 @@ class HostManager:
 
     def update_aggregates(self, aggregates):
         """Add or replace aggregates (list, AggregateList or one Aggregate);
-        hosts no longer listed leave the aggregate (reference 3.7)."""
+        hosts no longer listed leave the aggregate (as in Nova)."""
         if isinstance(aggregates, aggregate_obj.Aggregate):
             aggregates = [aggregates]
         elif isinstance(aggregates, aggregate_obj.AggregateList):
@@ -184,7 +149,7 @@ class HostManager:
         return [table.states[row] for host in hosts
                 for row in table.rows_by_host.get(host, ())]
 
-    # -- instance tracking (reference 3.8) --------------------------------
+    # -- instance tracking -------------------------------------------------
 
     def _init_instance_info(self, context):
         hosts = self.source.compute_node_get_hosts(context)
@@ -291,7 +256,7 @@ class HostManager:
                 self._set_host_instances(host, rows.get(host, []),
                                          updated=False)
 
-    # -- host states (reference 3.5) ----------------------------------------
+    # -- host states -------------------------------------------------------
 
     def get_all_host_states(self, context):
         """Refresh and return the HostStates of every live compute node,
@@ -534,7 +499,7 @@ class HostManager:
                 if state.compute_id is not None:
                     self._reread.add(state.compute_id)
 
-    # -- filtering and weighing (reference 3.6) ---------------------------
+    # -- filtering and weighing --------------------------------------------
 
     def get_filtered_hosts(self, hosts, spec_obj, index=0):
         """Hosts that pass the pre-filters, the claims' capacity check

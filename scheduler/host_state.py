@@ -2,15 +2,15 @@
 
 This is what filters and weighers see (``host_passes(host_state,
 spec_obj)``, ``_weigh_object(host_state, weight_properties)``).  Fields
-and units follow Nova's HostState (reference section 3.1): RAM in MiB,
-disk in MiB for ``free_disk_mb`` / ``disk_mb_used`` and GiB for
-``total_usable_disk_gb``, CPUs in vCPUs.
+and units follow Nova's HostState: RAM in MiB, disk in MiB for
+``free_disk_mb`` / ``disk_mb_used`` and GiB for ``total_usable_disk_gb``,
+CPUs in vCPUs.
 
 A HostState is refreshed from its ``compute_nodes`` row by ``update`` and
 virtually consumed by ``consume_from_request`` between the instances of a
-request (reference 3.2, 3.3).  A row whose ``updated_at`` is older than the
-last local consumption is not copied, so the consumption stays until the
-compute node reports again.
+request.  A row whose ``updated_at`` is older than the last local
+consumption is not copied, so the consumption stays until the compute
+node reports again.
 
 The resources copied from a row are what the compute node reports minus
 what schedulers have claimed on it and not yet seen reported

@@ -1,33 +1,13 @@
 """HostTable: a columnar view of the HostStates for vectorised filters
 and weighers.
 
-The HostManager keeps one HostTable over its HostStates, in
-``compute_nodes.id`` order.  Row ``i`` of every column describes
-``table.states[i]``; filters and weighers that have a vectorised form
-(``host_mask`` / ``weigh_rows``) read the columns for an array of row
-numbers instead of calling Python once per host.  The plain per-host
-contract (``host_passes`` / ``_weigh_object``) stays the reference: every
-vectorised form computes exactly what it does, host by host.
-
-Keeping it current costs O(changed hosts), never O(hosts):
-
-* ``sync(states)`` copies the numeric columns of the given HostStates and
-  bumps their row versions; the HostManager calls it for every HostState
-  it refreshes from the database, consumes, or whose aggregates or
-  instances change;
-* ``memo(owner, key, fn, rows)`` caches per-host results of a plug-in's
-  Python function for one request key (an extra-spec set, an image
-  property set...), recomputing only the rows whose version changed since
-  (at most ``MEMO_KEYS`` keys per owner, least recently used dropped);
-  with a ``scope`` (the part of the host the function reads: its
-  aggregates' metadata, or named attributes), it runs once per distinct
-  value of that part instead of once per host, so a request key seen for
-  the first time costs O(distinct values), not O(hosts), in Python;
-* ``rows_with_instance(uuid)`` answers "which hosts run this instance" from
-  an index kept per row, for the server-group filters and weighers.
-
-A change in the set of nodes builds a new table (O(hosts), rare).  A
-HostTable is not thread-safe: the HostManager's lock guards it.
+Row ``i`` of every column describes ``table.states[i]`` (in
+``compute_nodes.id`` order).  ``sync`` copies changed HostStates,
+``memo`` caches plug-in results per request key and host, and
+``rows_with_instance`` finds the hosts running an instance; keeping it
+current costs O(changed hosts).  A HostTable is not thread-safe: the
+HostManager's lock guards it.  See docs/refresh.rst and
+docs/fast-forms.rst.
 """
 
 import collections

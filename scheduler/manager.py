@@ -1,8 +1,8 @@
-"""SchedulerManager: the RPC endpoint of the ``scheduler`` topic (4.5).
+"""SchedulerManager: the RPC endpoint of the ``scheduler`` topic (API 4.5).
 
 It unpacks and checks each message, then hands it to the driver (calls) or
-to the driver's host manager (casts), as Nova's manager does (reference
-1.3).  A malformed ``select_destinations`` is answered with
+to the driver's host manager (casts), as Nova's manager does.
+A malformed ``select_destinations`` is answered with
 InvalidRequestSpec; a malformed cast is logged and dropped.  Neither
 changes any state, and the server keeps serving.
 

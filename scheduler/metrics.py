@@ -1,8 +1,7 @@
 """Compute-node monitor metrics and ``name=ratio`` settings.
 
-Shared by the MetricsFilter and the MetricsWeigher (reference 4.1 #37,
-5.2, 6.2, 8.6), and by the ImagePropertiesWeigher for its own
-``prop=ratio`` setting.
+Shared by the MetricsFilter and the MetricsWeigher, and by the
+ImagePropertiesWeigher for its own ``prop=ratio`` setting.
 
 * ``parse_weight_setting(entries, option)`` turns a list option such as
   ``[metrics] weight_setting = cpu.idle.time=1.0, cpu.user.time=-2`` into

@@ -2,10 +2,10 @@
 
 Nova's conductor calls ``select_destinations`` for a resize, a cold or
 live migration and an evacuation with the RequestSpec of the instance
-being moved (reference 1.5).  Nova's callers keep the instance off its
-current host by putting that host in ``ignore_hosts``; this module gives
-the scheduler the same rule for callers that do not (issue 4), so that the
-decision does not depend on every caller getting it right.
+being moved.  Nova's callers keep the instance off its current host by
+putting that host in ``ignore_hosts``; this module gives the scheduler
+the same rule for callers that do not, so that the decision does not
+depend on every caller getting it right.
 
 What is a move
     * the scheduler hint ``_nova_check_type`` is one of ``resize``,
@@ -48,7 +48,8 @@ filters even on forced hosts (``HostManager.get_filtered_hosts``), so a
 forced move with a hint is filtered; Nova never calls the scheduler for a
 forced live migration or evacuation.  When the
 source host stays allowed, ServerGroupAntiAffinityFilter lets the instance
-stay next to itself (Nova quirk 17, ``affinity_filter``).
+stay next to itself: as Nova's, it passes a host that already runs the
+instance being scheduled (``affinity_filter``).
 """
 
 from oslo_log import log as logging

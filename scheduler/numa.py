@@ -1,103 +1,12 @@
 """Host NUMA topologies, and fitting an instance's NUMA topology onto them.
 
 Units: memory in **MiB**, page sizes in **KiB**, CPUs as host CPU ids.
-
-Host side (our own frozen dataclasses, not oslo objects)
----------------------------------------------------------
-``parse_host_topology`` reads the ``compute_nodes.numa_topology`` column
-(reference 8.6, 9.1), which ``HostState.numa_topology`` holds raw.  Two
-JSON shapes are accepted:
-
-* Nova's ``NUMATopology`` versioned-object primitive: ``{"nova_object.name":
-  "NUMATopology", "nova_object.data": {"cells": [{"nova_object.data":
-  {...cell...}}]}}``, mempages being ``NUMAPagesTopology`` primitives;
-* a plain form: ``{"cells": [{...cell...}]}``.
-
-A cell has ``id``, ``cpuset`` (CPU ids for unpinned guests), ``pcpuset``
-(optional, Nova Train+: CPU ids for pinned guests), ``memory`` (MiB),
-``cpu_usage``, ``memory_usage`` (MiB), ``pinned_cpus``, ``siblings`` (the
-hyperthread groups, lists of CPU ids) and ``mempages`` (``size_kb``,
-``total``, ``used``, ``reserved``: counts of pages).  Missing usage fields
-count as zero.  Parsed topologies are immutable and cached by their JSON
-text, so filters can parse the same column for every request cheaply.
-``topology_to_raw`` writes a topology back in the shape it came in,
-keeping every key it does not model.
-
-Fitting (``fit_instance_to_host``): Nova's ``numa_fit_instance_to_host``
-------------------------------------------------------------------------
-The subset of Nova's behaviour implemented (Ocata, with the Pike emulator
-threads and the Train ``pcpuset`` split):
-
-1. No host or instance topology, or fewer host cells than instance cells
-   -> no fit (None).
-2. Each instance cell goes on a distinct host cell.  Assignments are tried
-   in the order of ``itertools.permutations(host cells)``, as Nova does,
-   but as a depth-first search that prunes a cell pair that does not fit
-   (the first fitting assignment is the same one Nova finds).  The search
-   gives up after ``MAX_SEARCH_STEPS`` steps (only reachable with many
-   cells and PCI requests that keep failing): no fit.
-3. One instance cell on one host cell (``_fit_cell``):
-
-   * page size (``pagesize`` in KiB, or -1 small, -2 large, -3 any; set
-     from ``hw:mem_page_size``): the largest (for any / large; the
-     smallest for small; the given one otherwise) host page size whose
-     free pages (``total - used - reserved``) hold the cell's memory, the
-     memory being a whole number of pages.  None -> no fit;
-   * without a page size, the cell's memory must not exceed the host
-     cell's total memory;
-   * the cell's vCPU count (plus one reserved CPU on the first cell when
-     ``emulator_threads_policy`` is ``isolate``) must not exceed the host
-     cell's CPU count (``pcpuset`` for pinned guests when the host reports
-     it, else ``cpuset``);
-   * ``cpu_policy == 'dedicated'`` (pinned): no overcommit.  Free memory
-     (``memory - memory_usage``) must hold the cell's memory and enough
-     free, unpinned CPUs must be found by the thread policy:
-
-     - ``prefer`` (and unset): vCPUs go on sibling threads of as few cores
-       as possible: for ``t`` from the most free threads a core has down
-       to 1, take ``t`` free threads from every core that has ``t``; if
-       that is still not enough, take any free CPUs in order;
-     - ``require``: the same with ``t >= 2`` only, so the host cell must
-       have hyperthreading (sibling groups larger than one CPU) and the
-       vCPUs land on sibling threads;
-     - ``isolate``: one vCPU per whole free core; the core's other
-       threads are left unused (and are marked pinned by
-       ``usage_from_instance``, so no other guest gets them);
-
-   * unpinned with ``limits`` (a ``NUMATopologyLimits``, as the
-     NUMATopologyFilter sets): ``memory_usage + memory <= memory *
-     ram_allocation_ratio`` and ``cpu_usage + vCPUs <= len(cpuset) *
-     cpu_allocation_ratio``.  Without limits no usage is checked (Nova).
-
-4. With PCI requests, the whole assignment must also leave the host's PCI
-   pools able to satisfy them with the NUMA affinity rules of
-   ``scheduler.pci`` (no pools at all -> no fit).
-
-The result is a new ``InstanceNUMATopology`` whose cells carry the host
-cell ``id``, the chosen ``pagesize``, ``cpu_pinning_raw`` (guest vCPU ->
-host CPU) and ``cpuset_reserved``; the request is never changed (Nova's
-version rewrites the request's cells in place, which is why its filter
-works on a clone).
-
-Accounting (``usage_from_instance``): Nova's ``numa_usage_from_instances``
-for one instance.  Per host cell used: ``memory_usage`` += memory (pages
-included, as Nova does); ``cpu_usage`` += vCPUs (times the threads per core
-for ``isolate``, plus the reserved CPU) -- for pinned guests only when the
-host has no ``pcpuset`` (Train+ counts only unpinned guests there);
-pinned CPUs (with their siblings for ``isolate``) join ``pinned_cpus``;
-``used`` pages grow by memory / page size.  ``free=True`` gives the
-reverse.
-
-Not implemented (a fit that needs them is refused or they are ignored):
-``cpu_policy`` ``mixed`` (refused), realtime masks, ``hw:cpu_max_*``
-topology preferences, network (physnet) NUMA affinity, the Rocky+
-``hw:pci_numa_affinity_policy`` ``socket`` value (treated as ``legacy``),
-and the Stein+ rule that keeps unpinned guests off cells with pinned CPUs
-when the host has no ``pcpuset`` (Ocata, like us, lets them share).
-
-Consumption (``consume_numa_and_pci``) is what ``HostState.
-consume_from_request`` does for NUMA and PCI (reference 3.3, Queens rule:
-only when both the host and the request have a topology).
+``parse_host_topology`` reads ``compute_nodes.numa_topology`` (Nova's
+primitive or a plain form), ``fit_instance_to_host`` is Nova's
+``numa_fit_instance_to_host`` (Ocata, with the Pike emulator threads and
+the Train ``pcpuset`` split), ``usage_from_instance`` its accounting and
+``consume_numa_and_pci`` the consumption.  The rules, and what is not
+implemented, are described in docs/numa.rst.
 """
 
 import dataclasses
@@ -720,8 +629,8 @@ def host_has_hyperthreading(host_topology):
 
 def consume_numa_and_pci(host_state, spec_obj):
     """Virtually take the request's NUMA and PCI resources on the host
-    (reference 3.3); call it from ``HostState.consume_from_request`` under
-    the host's lock.
+    (as Nova's HostState consumption does); call it from
+    ``HostState.consume_from_request`` under the host's lock.
 
     * When both the host and the request have a NUMA topology, the request
       is fitted with ``host_state.limits['numa_topology']`` (when a filter

@@ -4,7 +4,7 @@ A compute node reports its assignable PCI devices grouped in **pools**:
 devices with the same ``vendor_id``, ``product_id``, ``numa_node`` and
 tags (``dev_type``, ``physical_network``, ...) form one pool with a
 ``count`` of free devices.  The ``compute_nodes.pci_stats`` column holds
-them (reference 8.6, 9.1) in one of two JSON shapes, both accepted by
+them in one of two JSON shapes, both accepted by
 ``parse_pools``:
 
 * Nova's ``PciDevicePoolList`` versioned-object primitive::
@@ -22,8 +22,8 @@ them (reference 8.6, 9.1) in one of two JSON shapes, both accepted by
       [{"vendor_id": "8086", "product_id": "1520", "numa_node": 0,
         "count": 4, "dev_type": "type-VF"}]
 
-A request (``InstancePCIRequest``, reference 8.1; built by Nova's API from
-the flavor's ``pci_passthrough:alias`` extra spec, 8.3) asks for ``count``
+A request (``InstancePCIRequest``, built by Nova's API from the flavor's
+``pci_passthrough:alias`` extra spec) asks for ``count``
 devices matching **any** of the dicts in its ``spec`` list.  Rules, after
 Nova's ``PciDeviceStats`` (Ocata, plus the Pike/Queens refinements noted):
 

@@ -3,7 +3,7 @@
 This is Nova's scheduler API (``nova/scheduler/rpcapi.py``), so that a
 caller written for Nova, or Nova's conductor itself, can use this service.
 
-API version history (reference 1.2)::
+API version history (Nova's)::
 
     1.0 - initial.
     1.1 - prep_resize takes instance and instance_type, drops topic.

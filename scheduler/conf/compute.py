@@ -1,8 +1,9 @@
 """``[DEFAULT]`` options about compute nodes that scheduling depends on.
 
-These live outside ``nova/conf/scheduler.py`` in Nova (reference section
-6.4) but decide how the scheduler reads a compute node: allocation ratios,
-the service liveness window and the default availability zone.
+These live outside ``nova/conf/scheduler.py`` in Nova (in its compute,
+service and availability zone option modules) but decide how the
+scheduler reads a compute node: allocation ratios, the service liveness
+window and the default availability zone.
 """
 
 import socket

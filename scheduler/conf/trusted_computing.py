@@ -1,6 +1,6 @@
 """``[trusted_computing]``: the attestation server of the TrustedFilter.
 
-Nova's names and defaults (reference 6.2; the group existed in Newton and
+Nova's names and defaults (the group existed in Newton and
 Ocata, was deprecated in Pike and removed in Queens together with the
 TrustedFilter).  Attestation is off unless ``attestation_server`` is set:
 then every host's trust level is ``unknown`` (``scheduler.attestation``).

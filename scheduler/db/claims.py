@@ -1,159 +1,11 @@
 """Atomic resource claims: many schedulers, one database, no overcommit.
 
-Before a scheduler returns a compute node it claims the instance's vCPUs,
-RAM (MiB) and disk (GiB) on that node with ``claim``: one conditional
-UPDATE of the ``compute_nodes`` row that adds the amounts to the row's
-``claimed_vcpus`` / ``claimed_memory_mb`` / ``claimed_disk_gb`` only while
-they still fit, and one ``scheduler_claims`` row recording the claim, in
-the same transaction.  The database serialises the UPDATEs of one row
-(row locks on PostgreSQL and MySQL, which re-check the WHERE clause on
-the newest row version; the database lock on SQLite), so any number of
-threads, worker processes and services sharing the database can never
-together exceed a node's capacity.  ``claim`` returning False (0 rows
-matched: no room, or another scheduler took it first) tells the caller
-to try its next host.
-
-What a node holds
-=================
-
-For each resource, with ``ratio`` the row's allocation ratio when it is
-neither NULL nor 0, else the caller's default (from the config, see
-``config_ratios``)::
-
-    vcpus:     vcpus_used     + claimed_vcpus     <= vcpus     * cpu ratio
-    memory_mb: memory_mb_used + claimed_memory_mb <= memory_mb * ram ratio
-    disk_gb:   local_gb_used  + claimed_disk_gb   <= local_gb  * disk ratio
-
-``*_used`` is the compute node's own usage report (Nova's resource
-tracker writes it), ``claimed_*`` the sum of the live claims.  As in
-Nova's CoreFilter, a node reporting ``vcpus = 0`` is not checked for CPU.
-As in Nova's RamFilter, CoreFilter and DiskFilter, an instance may not
-overcommit against itself: its request may not exceed the node's
-un-overcommitted total (``memory_mb``, ``vcpus`` when not 0, ``local_gb``).
-
-How claims and usage reports are reconciled
-===========================================
-
-An instance must be counted at least once from the moment a scheduler
-chooses its node until it is gone, and should be counted exactly once
-when things settle.  Its claim is removed by exactly one of:
-
-1. ``release`` / ``release_many``: the request failed, the instance was
-   deleted, or the caller gave up on the node.
-2. ``claim`` for the same instance uuid (a re-schedule): the old claim
-   is replaced in the same transaction as the new one is taken.
-3. ``reconcile``, *superseded*: the compute node's usage report includes
-   the instance.  A claim is superseded when, in one query,
-
-   a. a live ``instances`` row has ``uuid = claim.instance_uuid`` and
-      ``host = claim.host`` (the compute service recorded the instance on
-      the claimed host), and
-   b. the claim's ``compute_nodes`` row has ``updated_at`` later than
-      the instance row's ``COALESCE(updated_at, created_at)`` (the node
-      wrote its row after the instance was recorded on it), and
-   c. that ``updated_at`` is not the scheduler's own write:
-      ``claims_updated_at IS NULL OR updated_at <> claims_updated_at``.
-
-   Nova's resource tracker (``instance_claim``) saves ``instance.host``
-   first and then, under the same lock, the node's usage including the
-   instance; every later report includes it too, until it is deleted or
-   moved away.  So a node write after the instance was recorded that is
-   not a claim or release means the report includes the instance.  Claim
-   and release write ``updated_at = claims_updated_at = now`` on the node
-   (so that other schedulers' incremental refresh sees the new
-   ``claimed_*``); rule (c) keeps such writes from passing for a usage
-   report, which would release the claim of an instance the report does
-   not include yet.  When the newest write is a claim, superseding waits
-   for the node's next report (or expiry); so does it for a compute
-   service that writes its usage before recording ``instance.host``.
-   All comparisons are strict, so equal timestamps (MySQL ``DATETIME``
-   keeps whole seconds) err on the side of keeping the claim.
-4. ``reconcile``, *expired*: ``expires_at <= now`` (``claim_timeout``
-   after the claim) and not superseded.  Either the instance never
-   showed up on the host (build aborted, caller gone), or it did but no
-   node write that is not a claim came after it (Nova's resource tracker
-   only writes a row that changed, and claims on a busy node may hide its
-   reports).  In the second case the node's usage has included the
-   instance since the compute's own claim, so the release is right too.
-
-Between the node's report and the claim's release an instance counts
-twice (claim and report): conservative, it can only make a scheduler
-say "no room" too early, never overcommit.  It never counts zero times
-provided the compute node records the instance and writes its usage
-within ``claim_timeout`` of the claim (the default, 300 s, is far above
-the time a build request takes to reach the compute's resource tracker).
-A claim for an instance that is moved (the instance row keeps the source
-host until the move completes) stays until the move completes and the
-destination reports, or until it expires.
-
-Every release deletes the claim row by id and subtracts its amounts only
-if that DELETE removed the row, in one transaction, so concurrent
-releases of the same claim (a fanout cast received by several workers,
-several reconcilers) subtract it once.  Claim rows are never updated: a
-replacement has a new id, and ids are never reused (``AUTOINCREMENT`` on
-SQLite), so a release working from an older read never removes a newer
-claim.
-
-Transactions and errors
-=======================
-
-Every function but ``claim_many_in`` runs in its own oslo.db
-enginefacade transaction on the ``context_manager`` of
-``scheduler.db.api``; call them outside of an enclosing writer
-transaction, since a claim protects nothing until it is committed.
-``claim_many_in`` claims in its caller's transaction instead: the filter
-scheduler's decision on a server database reads the changed rows and
-claims in one (``decision_transaction``), and rolls it all back when a
-claim loses a race (``RACE_ERRORS``).  A claim's transaction on SQLite
-first runs a statement that writes nothing but makes it a writer
-(``begin_write``: a SQLite transaction that starts with a read cannot
-always become a writer while another writes).  An instance without a
-claim (the usual case) costs one conditional UPDATE, which also checks
-that it has none; several such instances of a request go in one
-executemany where the database driver sums its row counts.  Only when
-that does not match is the instance's current claim read, and the row
-counts check that what was read still holds when it is replaced,
-starting over when it does not.  The claim rows of a request are
-inserted in one executemany.  A release looks its claim rows up in a
-short transaction of its own (on the writer engine, never a lagging
-replica) and deletes them by id in the next one.  Deadlocks, MariaDB's
-"record has changed since last read" and such restarts are retried
-(``oslo_db.api.wrap_db_retry``, up to ``MAX_RETRIES`` times with a short
-jittered back-off); other database errors (``DBConnectionError``,
-``DBError``) propagate unchanged for the caller to map.
-
-Nova database mode
-==================
-
-With ``[api_database] connection`` set, the compute nodes are Nova's own
-rows in the cell databases, which the scheduler never writes, and the
-claims live in our own database (``[database] connection``): the
-statements above run unchanged on ``scheduler_node_claims``
-(``scheduler.db.nova.node_claims``), one row per claimed node, keyed by
-the view's node id (``scheduler.db.nova.ids``), which has the columns
-of ``compute_nodes`` that a claim checks and writes.  What differs:
-
-* The node's totals, reported usage and ratios are a *snapshot* of
-  Nova's row.  A claim first stores the snapshot its caller's view read
-  (``node_claims.refresh``, in the claim's transaction), which replaces
-  the stored one only when it is a later report (at equal report times
-  the larger usage stays), so the conditional UPDATE checks the newest
-  report any scheduler sharing the database has seen, as the standalone
-  UPDATE checks the row itself.  A view older than that is checked
-  against the newer report, never against its own.
-* ``deleted`` is the snapshot's: a node Nova deleted after the last
-  read of every scheduler sharing the database can still be claimed
-  (conservative: the build fails on it and the claim expires).
-* ``reconcile`` reads the instances and the nodes' rows from the cell
-  databases (``scheduler.db.nova.reconcile``): rules 3a and 3b as
-  above, compared in Python; rule 3c is not needed, since every
-  ``updated_at`` of Nova's rows is Nova's.  Before it releases a claim
-  it stores the node's row it read as the snapshot (when later), so a
-  release never leaves the check with a report older than the one it
-  relied on.  The claims of a cell that cannot be read only expire.
-
-The guarantees are those above: no overcommit among the schedulers
-sharing the claims database, and double counting rather than none.
+``claim`` (and ``claim_many`` / ``claim_many_in``) takes an instance's
+vCPUs, RAM (MiB) and disk (GiB) on a compute node with one conditional
+UPDATE that matches only while they still fit; ``release`` /
+``release_many`` give them back, and ``reconcile`` releases the claims a
+usage report superseded or that expired.  The protocol, its invariants,
+its transactions and Nova database mode are described in docs/claims.rst.
 
 Datetimes are naive UTC, as everywhere in ``scheduler.db``.
 """
@@ -518,7 +370,7 @@ def decision_transaction(context):
     """The transaction of one scheduling decision: its refresh reads and
     its claims (``claim_many_in``) in one writer transaction, which saves
     a server database the round trips of a second one (connection
-    check, BEGIN, end: about 0.5 ms of a decision on PostgreSQL).
+    check, BEGIN, end).
 
     Yields the ``Connection`` of a writer transaction on ``context``
     (the reads made on ``context`` inside join it; it commits at the
@@ -552,8 +404,8 @@ def claim(context, compute_node_id, instance_uuid, vcpus, memory_mb,
     In one writer transaction: one conditional ``UPDATE compute_nodes SET
     claimed_* = claimed_* + amount, generation = generation + 1,
     updated_at = claims_updated_at = now WHERE id = :id AND deleted = 0
-    AND <each resource fits> AND <the instance has no claim>`` (see the
-    module docstring for the fit rule), then, when it matched the row,
+    AND <each resource fits> AND <the instance has no claim>`` (see
+    docs/claims.rst for the fit rule), then, when it matched the row,
     the ``scheduler_claims`` row.  When it did not match, the instance's
     current claim is read: an existing claim (a re-schedule) is replaced
     in the same transaction, its amounts counting as free when it is on
@@ -788,8 +640,8 @@ def reconcile(context, now=None):
     """Release the claims that usage reports superseded or that expired.
 
     A claim is *superseded* when its instance is recorded on its host and
-    its node wrote a usage report since (rules 3a-c of the module
-    docstring), and *expired* when ``expires_at <= now`` and it is not
+    its node wrote a usage report since (rules 3a-c of
+    docs/claims.rst), and *expired* when ``expires_at <= now`` and it is not
     superseded.  Candidates are read in one read transaction, then each
     is released by id in its own writer transaction, as ``release`` does,
     so concurrent reconcilers (and releases) subtract every claim once.

@@ -1,9 +1,9 @@
 """SQLAlchemy models of the tables the scheduler reads (Nova Newton/Ocata).
 
 Table names, column names, types, nullability, unique constraints and
-indexes follow Nova's schema as described in section 9 of the reference,
-so that the service can run against a copy of a Nova database, and Nova's
-tools can read ours.  Which of Nova's two databases each table follows:
+indexes follow Nova's Newton/Ocata schema, so that the service can run
+against a copy of a Nova database, and Nova's tools can read ours.
+Which of Nova's two databases each table follows:
 
 * cell database (``nova``): ``compute_nodes``, ``services`` and
   ``instances``.  They carry ``created_at``, ``updated_at``, ``deleted_at``

@@ -3,7 +3,7 @@
 A driver owns a HostManager and answers ``select_destinations`` with one
 list of ``Selection`` objects per instance (the chosen host first, then
 alternates), or raises NoValidHost.  It follows Nova's driver API of
-Queens (reference 2.1), without Placement.
+Queens, without Placement.
 """
 
 import random

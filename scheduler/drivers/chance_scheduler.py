@@ -1,6 +1,6 @@
 """The chance scheduler: a random enabled, live compute node.
 
-Nova's ChanceScheduler (reference 2.6): no filters, weighers, resources,
+Nova's ChanceScheduler: no filters, weighers, resources,
 forced hosts or retry list; ``ignore_hosts`` is honoured (exact,
 case-sensitive host names).  Following its Queens form, distinct nodes are
 drawn when there are at least as many nodes as instances, else each

@@ -1,6 +1,6 @@
 """The filter scheduler: filter, weigh, pick at random among the best.
 
-Per instance of a request (Nova's loop, reference 2.2 and 2.4):
+Per instance of a request (Nova's loop):
 
 1. filter the hosts that survived the previous instance (sequential
    narrowing; once-per-request filters run for the first instance only);

@@ -1,32 +1,12 @@
 """Host filters: the plug-in contract, the handler and the loader.
 
 A filter is a ``BaseHostFilter`` subclass implementing
-``host_passes(host_state, spec_obj) -> bool`` (Nova's contract, unchanged
-so that third-party filters keep working).  Filters are registered by
-class name in the ``scheduler.filters`` entry-point namespace, one filter
-family per module as Nova has them, and enabled by name in
-``[filter_scheduler] enabled_filters``.
-
-The handler runs the enabled filters in order over the surviving hosts
-(reference 3.6): a filter with ``run_filter_once_per_request`` runs only
-for the first instance of a request; when a filter leaves no host, the
-per-filter history is logged and the result is empty.
-
-Over a ``HostTable`` (``get_filtered_rows``) the handler runs each filter
-in its fastest exact form, in this order of preference:
-
-1. ``host_mask(table, rows, spec_obj)``: a vectorised form over the
-   table's columns, giving the same answer as ``host_passes`` for every
-   host; filters that write ``limits`` then write them through
-   ``apply_limits`` for the hosts the driver returns;
-2. ``memo_key(spec_obj)``: a hashable key such that ``host_passes``
-   depends on nothing else of the request; results are cached per host
-   and key, and recomputed only for hosts that changed.  With a
-   ``memo_scope(spec_obj)`` naming the part of the host ``host_passes``
-   reads for that request (``host_table.AGGREGATE_METADATA`` or a tuple of
-   attribute names), it runs once per distinct value of that part;
-3. otherwise ``filter_all`` over the HostStates, Nova's plain contract,
-   which any third-party filter gets without doing anything.
+``host_passes(host_state, spec_obj) -> bool`` (Nova's contract),
+registered by class name in the ``scheduler.filters`` entry-point
+namespace and enabled by name in ``[filter_scheduler] enabled_filters``
+(docs/plugins.rst).  Over a ``HostTable`` the handler runs each filter in
+its fastest exact form: ``host_mask``, else ``memo_key``, else
+``filter_all`` (docs/fast-forms.rst).
 """
 
 from oslo_log import log as logging

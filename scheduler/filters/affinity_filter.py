@@ -1,6 +1,6 @@
 """Affinity filters: place instances relative to other instances.
 
-Follows Nova's ``affinity_filter`` module (reference 4.2, quirk 17):
+Follows Nova's ``affinity_filter`` module:
 
 * DifferentHostFilter / SameHostFilter: scheduler hints naming instances
   (``different_host``, ``same_host``);
@@ -111,8 +111,8 @@ class _GroupAntiAffinityFilter(filters.BaseHostFilter):
     """Base of the anti-affinity filters for the policy ``policy_name``.
 
     * no server group, or another policy -> pass;
-    * the instance being scheduled is already on the host -> pass (moves
-      may re-check the source host, Nova quirk 17);
+    * the instance being scheduled is already on the host -> pass (a move
+      may re-check its source host, which Nova's filter lets through);
     * the group has the ``max_server_per_host`` rule (Rocky+): pass when
       the number of group members on the host (``group.members`` ∩ keys of
       ``host_state.instances``) is below it; a value that is not a

@@ -1,7 +1,7 @@
 """Match image properties against the metadata of the host's aggregates.
 
-Follows Nova's ``aggregate_image_properties_isolation`` (reference 4.1
-#26, 4.2).  Only image properties that ImageMetaProps models can isolate
+Follows Nova's ``aggregate_image_properties_isolation``.  Only image
+properties that ImageMetaProps models can isolate
 anything (as in Nova, where unknown property names are skipped).
 """
 

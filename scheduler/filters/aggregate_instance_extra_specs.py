@@ -1,7 +1,9 @@
 """Match flavor extra specs against the metadata of the host's aggregates.
 
-Follows Nova's ``aggregate_instance_extra_specs`` (reference 4.1 #14, 4.2,
-quirk 11-12): the comparison language is ``extra_specs_ops``.
+Follows Nova's ``aggregate_instance_extra_specs``: the comparison language
+is ``extra_specs_ops``.  As in Nova, an extra spec without a scope is
+checked here too (and by ComputeCapabilitiesFilter), so the host fails
+unless one of its aggregates defines that key.
 """
 
 from oslo_log import log as logging

@@ -1,7 +1,7 @@
 """Reserve hosts of an aggregate for the tenants the aggregate lists.
 
-Follows Nova's ``aggregate_multitenancy_isolation`` (reference 4.1 #25,
-4.2), including the 2024.2 rule that every metadata key beginning with
+Follows Nova's ``aggregate_multitenancy_isolation``, including the 2024.2
+rule that every metadata key beginning with
 ``filter_tenant_id`` (``filter_tenant_id``, ``filter_tenant_id2``,
 ``filter_tenant_id_extra`` ...) contributes tenants, so that long tenant
 lists can be spread over several 255-character values.

@@ -1,7 +1,7 @@
 """RAM, vCPU and disk filters with per-aggregate allocation ratios.
 
 Follows Nova's AggregateRamFilter, AggregateCoreFilter and
-AggregateDiskFilter (Havana/Juno to 21.0; reference 4.1 #5, #7, #9, 4.2):
+AggregateDiskFilter (Havana/Juno to 21.0):
 the checks and limits are the base filters' (``ram_filter``,
 ``core_filter``, ``disk_filter``); only the ratio differs.  The ratio is
 the smallest value of the aggregate metadata key named like the option

@@ -1,6 +1,6 @@
 """AvailabilityZoneFilter: keep hosts in the requested availability zone.
 
-Follows Nova's AvailabilityZoneFilter (reference 4.2, quirk 10): a host's
+Follows Nova's AvailabilityZoneFilter: a host's
 zones are the ``availability_zone`` values of its aggregates (split on
 commas); a host in no zone aggregate is in the default zone.
 """

@@ -1,6 +1,6 @@
 """ComputeCapabilitiesFilter: flavor extra specs against host capabilities.
 
-Follows Nova's ComputeCapabilitiesFilter (reference 4.2, quirk 12): each
+Follows Nova's ComputeCapabilitiesFilter: each
 extra spec with no scope, or with the ``capabilities:`` scope, names a
 host attribute (or a ``stats`` key), possibly a path into JSON text and
 dicts, and its value is a requirement in the ``extra_specs_ops`` language.

@@ -1,6 +1,6 @@
 """ComputeFilter: keep hosts whose compute service is enabled and alive.
 
-Follows Nova's ComputeFilter (reference 3.9, 4.2).  Down and disabled
+Follows Nova's ComputeFilter.  Down and disabled
 hosts are only removed here: without this filter they can be chosen.
 """
 

@@ -1,6 +1,6 @@
 """vCPU filters: keep hosts with enough free vCPUs after overcommit.
 
-Follows Nova's BaseCoreFilter / CoreFilter (reference 4.2).  An aggregate
+Follows Nova's BaseCoreFilter / CoreFilter.  An aggregate
 variant only has to override ``_get_cpu_allocation_ratio`` (see
 ``utils.aggregate_allocation_ratio``).
 """
@@ -80,7 +80,7 @@ class CoreFilter(BaseCoreFilter):
     """BaseCoreFilter with the host's ``cpu_allocation_ratio``.
 
     The ratio is the compute node's, else ``[DEFAULT] cpu_allocation_ratio``,
-    else 16.0 (Nova's resolution, reference 3.2).
+    else 16.0 (Nova's resolution: a NULL or 0.0 ratio is unset).
     """
 
     uses_host_ratio = True

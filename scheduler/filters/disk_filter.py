@@ -1,7 +1,8 @@
 """Disk filters: keep hosts with enough free local disk after overcommit.
 
-Follows Nova's DiskFilter (reference 4.2).  Swap counts here although
-``HostState.consume_from_request`` does not subtract it (Nova quirk 13).
+Follows Nova's DiskFilter.  Swap counts here although
+``HostState.consume_from_request`` does not subtract it: Nova's DiskFilter
+asks for root + ephemeral + swap, its HostState consumes root + ephemeral.
 An aggregate variant only has to override ``_get_disk_allocation_ratio``
 (see ``utils.aggregate_allocation_ratio``).
 """
@@ -72,8 +73,8 @@ class DiskFilter(BaseDiskFilter):
     """BaseDiskFilter with the host's ``disk_allocation_ratio``.
 
     The ratio is the compute node's, else
-    ``[DEFAULT] disk_allocation_ratio``, else 1.0 (Nova's resolution,
-    reference 3.2).
+    ``[DEFAULT] disk_allocation_ratio``, else 1.0 (Nova's resolution: a
+    NULL or 0.0 ratio is unset).
     """
 
     uses_host_ratio = True

@@ -1,7 +1,7 @@
 """Exact-fit resource filters for bare-metal nodes.
 
 Follows Nova's ``exact_ram_filter``, ``exact_core_filter`` and
-``exact_disk_filter`` (Juno to 17.0; reference 4.1 #10-12, 4.2): a node
+``exact_disk_filter`` (Juno to 17.0): a node
 passes only when the request takes exactly what the node has free, and the
 limit handed to the compute claim is the node's total, so the claim of a
 second instance on the same node fails.

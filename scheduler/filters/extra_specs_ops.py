@@ -3,7 +3,7 @@
 ``match(value, req)`` tells whether a host-side ``value`` satisfies a
 requirement string ``req`` from a flavor's extra specs.  It is shared by
 ComputeCapabilitiesFilter and AggregateInstanceExtraSpecsFilter, and
-follows Nova (reference 4.2, quirk 11):
+follows Nova:
 
 * ``req`` is split on whitespace; its first word is the operator;
 * a first word that is not an operator makes the test a plain equality

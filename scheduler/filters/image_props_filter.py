@@ -1,7 +1,7 @@
 """ImagePropertiesFilter: the host can run the image's architecture,
 hypervisor type, VM mode and hypervisor version.
 
-Follows Nova's ImagePropertiesFilter (reference 4.2, 8.4), with the Rocky
+Follows Nova's ImagePropertiesFilter, with the Rocky
 ``image_properties_default_architecture`` option.  The canonical names are
 Nova's: ``canonicalize_arch``, ``canonicalize_hv_type`` and
 ``canonicalize_vm_mode`` reproduce Nova's ``canonicalize`` functions.

@@ -1,6 +1,6 @@
 """Filter out hosts that are busy with too many I/O-heavy operations.
 
-Follows Nova's ``io_ops_filter`` (reference 4.1 #29-30, 4.2): a host
+Follows Nova's ``io_ops_filter``: a host
 passes while its ``num_io_ops`` is strictly below the maximum.
 ``num_io_ops`` is the compute node's ``io_workload`` statistic (instances
 being built, resized, migrated, rebuilt, snapshotted, backed up, rescued

@@ -1,6 +1,6 @@
 """Keep isolated images on isolated hosts (and, optionally, only them).
 
-Follows Nova's ``isolated_hosts_filter`` (reference 4.1 #16, 4.2).
+Follows Nova's ``isolated_hosts_filter``.
 """
 
 from scheduler.conf import CONF

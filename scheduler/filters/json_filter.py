@@ -1,6 +1,6 @@
 """Filter hosts with a query written in Nova's small JSON language.
 
-Follows Nova's ``json_filter`` (reference 4.1 #17, 4.2).  The ``query``
+Follows Nova's ``json_filter``.  The ``query``
 scheduler hint is a JSON string such as::
 
     ["and", [">=", "$free_ram_mb", 1024],

@@ -1,6 +1,6 @@
 """MetricsFilter: keep the hosts that report every weighed metric.
 
-Follows Nova's MetricsFilter (Icehouse onwards; reference 4.1 #37): it
+Follows Nova's MetricsFilter (Icehouse onwards): it
 pairs with the MetricsWeigher so that ``[metrics] required = True`` never
 meets a host lacking a metric.
 """

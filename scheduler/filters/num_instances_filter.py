@@ -1,6 +1,6 @@
 """Filter out hosts that already run too many instances.
 
-Follows Nova's ``num_instances_filter`` (reference 4.1 #31-32, 4.2): a
+Follows Nova's ``num_instances_filter``: a
 host passes while its ``num_instances`` (the compute node's
 ``num_instances`` statistic, plus one per instance the scheduler placed on
 it since the node last reported) is strictly below the maximum.

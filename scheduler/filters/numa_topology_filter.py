@@ -1,6 +1,6 @@
 """NUMATopologyFilter: keep hosts the instance's NUMA topology fits on.
 
-Follows Nova's NUMATopologyFilter (reference 4.1 #36, 4.2), Ocata logic:
+Follows Nova's NUMATopologyFilter, Ocata logic:
 
 1. CPU policies.  The CPU policy and thread policy are read from the
    flavor extra specs ``hw:cpu_policy`` / ``hw:cpu_thread_policy`` and the

@@ -1,6 +1,6 @@
 """PciPassthroughFilter: keep hosts whose PCI pools can serve the request.
 
-Follows Nova's PciPassthroughFilter (reference 4.1 #35, 4.2):
+Follows Nova's PciPassthroughFilter:
 
 * the request has no PCI requests (``spec_obj.pci_requests`` unset, None
   or an empty ``requests`` list) -> pass;

@@ -1,6 +1,6 @@
 """RAM filters: keep hosts with enough free RAM after overcommit.
 
-Follows Nova's BaseRamFilter / RamFilter (reference 4.2).  The arithmetic
+Follows Nova's BaseRamFilter / RamFilter.  The arithmetic
 is Nova's, in MiB, so that the limit a compute node receives is the one
 Nova would have sent.  An aggregate variant only has to override
 ``_get_ram_allocation_ratio`` (see ``utils.aggregate_allocation_ratio``).
@@ -73,7 +73,7 @@ class RamFilter(BaseRamFilter):
     """BaseRamFilter with the host's ``ram_allocation_ratio``.
 
     The ratio is the compute node's, else ``[DEFAULT] ram_allocation_ratio``,
-    else 1.5 (Nova's resolution, reference 3.2).
+    else 1.5 (Nova's resolution: a NULL or 0.0 ratio is unset).
     """
 
     uses_host_ratio = True

@@ -1,6 +1,8 @@
 """RetryFilter: do not retry a build on a node that already failed it.
 
-Follows Nova's RetryFilter (reference 2.5, 4.2, quirk 16).
+Follows Nova's RetryFilter: a request without a retry record passes every
+host (Nova's conductor sets none when ``max_attempts`` is 1 or a single
+host or node is forced).
 """
 
 import numpy as np

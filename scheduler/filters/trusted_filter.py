@@ -1,7 +1,6 @@
 """TrustedFilter: keep hosts whose attested trust level is the one asked.
 
-Follows Nova's TrustedFilter (reference 4.1 #34, 4.2; Folsom to Pike,
-experimental in Nova):
+Follows Nova's TrustedFilter (Folsom to Pike, experimental in Nova):
 
 * the flavor extra spec ``trust:trusted_host`` (``trusted``,
   ``untrusted`` or ``unknown``) is unset or empty -> every host passes;

@@ -1,6 +1,6 @@
 """Flavor-based host affinity.
 
-Follows Nova's ``type_filter`` (reference 4.1 #27-28, 4.2).
+Follows Nova's ``type_filter``.
 TypeAffinityFilter was removed from Nova in 17.0; it is kept for
 deployments that still enable it.
 """

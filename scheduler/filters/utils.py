@@ -1,6 +1,6 @@
 """Reading aggregate metadata and instance lists for filters and weighers.
 
-Follows ``nova/scheduler/filters/utils.py`` (reference 3.7): values are
+Follows ``nova/scheduler/filters/utils.py``: values are
 sets over the host's aggregates; comma-separated values are split and
 stripped where Nova does; numeric settings take the minimum.
 """

@@ -9,7 +9,8 @@ since Stein/Ussuri Placement request groups from ports and accelerators
 requested networks.  Every version Nova sent since Newton (1.6) is read.
 It arrives as a primitive (RPC 4.3+) or is built from the legacy
 ``request_spec`` and ``filter_properties`` dicts (RPC 4.0 to 4.2) by
-``from_primitives``, following Nova's conversion rules (reference 8.2).
+``from_primitives``, following the conversion rules of Nova's own
+``RequestSpec.from_primitives``.
 ``validate`` rejects what cannot be scheduled with ``InvalidRequestSpec``;
 ``placement_only_requests`` lists what only Placement could honour.
 """
@@ -74,7 +75,9 @@ class SchedulerRetries(base.SchedulerObject):
     def from_dict(cls, retry):
         """Build from the legacy ``{'num_attempts', 'hosts': [[h, n]]}``.
 
-        Returns None when ``hosts`` is missing, as Nova's quirky check does.
+        Returns None when ``hosts`` is missing: Nova's check,
+        ``('num_attempts' and 'hosts') in retry_dict``, only ever tests
+        ``hosts`` (Nova then returns an empty record).
         """
         if not retry or 'hosts' not in retry:
             return None

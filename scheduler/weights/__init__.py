@@ -2,41 +2,12 @@
 
 A weigher is a ``BaseHostWeigher`` subclass implementing
 ``_weigh_object(host_state, weight_properties) -> float`` (Nova's
-contract; ``weight_properties`` is the RequestSpec).  Weighers are
-registered by class name in the ``scheduler.weighers`` namespace and
-chosen by ``[filter_scheduler] weight_classes``.
-
-Weighing follows Nova since Victoria (reference 5.1):
-
-1. each weigher computes a raw value per host;
-2. raw values are clamped to the class's ``minval`` / ``maxval`` when
-   those are set;
-3. they are normalised to [0, 1] over this request's hosts:
-   ``(w - lo) / (hi - lo)`` where ``lo``/``hi`` are the class bound when
-   set, else the minimum/maximum of this request; all equal -> all 0;
-4. each normalised value is multiplied by the weigher's multiplier for
-   that host: the minimum of the aggregate metadata key named like the
-   option (``ram_weight_multiplier`` ...) over the host's aggregates, or
-   the option's value when no aggregate sets it (Nova since Stein);
-5. the host's weight is the sum over weighers; hosts are sorted by weight,
-   highest first, ties keeping their input order (a stable sort).
-
-With a single host no weigher runs and its weight stays 0.0 (Nova).
-
-Over a ``HostTable``, the raw values of a weigher whose multiplier is 0
-for every host are not normalised nor added: that would add 0 times a
-value in [0, 1] to every weight (Nova's defaults set two such
-multipliers: ``num_instances_weight_multiplier`` and
-``image_props_weight_multiplier``).
-
-Over a ``HostTable`` (``get_weighed_rows``) the same five steps run as
-NumPy expressions, giving bit-for-bit the same weights and order.  Raw
-values come from the weigher's fastest exact form: ``weigh_rows``
-(vectorised over the table's columns), else ``memo_key`` (per-host results
-cached per request key, recomputed for changed hosts only), else Nova's
-``weigh_objects`` over the HostStates.  Multipliers are computed once
-per distinct aggregate metadata and cached, since they depend only on
-that and the configuration (``multiplier_key``).
+contract), registered by class name in the ``scheduler.weighers``
+namespace and chosen by ``[filter_scheduler] weight_classes``
+(docs/plugins.rst).  Weights are normalised, multiplied and summed as
+Nova does since Victoria (docs/architecture.rst); over a ``HostTable``
+the same steps run as NumPy expressions, with the same weights and order
+(docs/fast-forms.rst).
 """
 
 import numpy as np

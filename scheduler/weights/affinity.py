@@ -1,7 +1,7 @@
 """Soft (anti-)affinity weighers for server groups.
 
 Follow Nova's ServerGroupSoftAffinityWeigher and
-ServerGroupSoftAntiAffinityWeigher (Mitaka onwards; reference 5.2, 8.5):
+ServerGroupSoftAntiAffinityWeigher (Mitaka onwards):
 a group with the ``soft-affinity`` policy prefers the hosts already
 running its members, one with ``soft-anti-affinity`` the hosts running
 the fewest.  Unlike the affinity filters they never reject a host.

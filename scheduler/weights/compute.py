@@ -1,6 +1,6 @@
 """BuildFailureWeigher: avoid hosts whose recent builds failed.
 
-Follows Nova's BuildFailureWeigher (Rocky onwards; reference 5.2, 6.3).
+Follows Nova's BuildFailureWeigher (Rocky onwards).
 """
 
 from scheduler import weights

@@ -1,6 +1,6 @@
 """CrossCellWeigher: prefer the source cell of a cross-cell move.
 
-Follows Nova's CrossCellWeigher (Ussuri onwards; reference 5.2, 6.3).
+Follows Nova's CrossCellWeigher (Ussuri onwards).
 """
 
 import numpy as np

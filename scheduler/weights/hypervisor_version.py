@@ -1,6 +1,6 @@
 """HypervisorVersionWeigher: weigh hosts by their hypervisor version.
 
-Follows Nova's HypervisorVersionWeigher (2023.2 onwards; reference 5.2).
+Follows Nova's HypervisorVersionWeigher (2023.2 onwards).
 """
 
 from scheduler import weights

@@ -1,10 +1,10 @@
 """ImagePropertiesWeigher: weigh hosts by the image properties their
 instances share with the requested image.
 
-Follows Nova's ImagePropertiesWeigher (2025.1 onwards; reference 5.2,
-6.3), with one limit of this service: Nova reads each instance's full
-image metadata from its system metadata, which this service's Instance
-does not carry.  An instance's image properties are therefore:
+Follows Nova's ImagePropertiesWeigher (2025.1 onwards), with one limit
+of this service: Nova reads each instance's full image metadata from its
+system metadata, which this service's Instance does not carry.  An
+instance's image properties are therefore:
 
 * its ``image_props`` attribute when something attached one (a dict of
   property names to values, legacy names accepted, or an

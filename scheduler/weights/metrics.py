@@ -1,6 +1,6 @@
 """MetricsWeigher: weigh hosts by the monitor metrics they report.
 
-Follows Nova's MetricsWeigher (Icehouse onwards; reference 5.2, 6.2).
+Follows Nova's MetricsWeigher (Icehouse onwards).
 """
 
 import numpy as np

@@ -1,6 +1,6 @@
 """NumInstancesWeigher: weigh hosts by how many instances they run.
 
-Follows Nova's NumInstancesWeigher (2023.2 onwards; reference 5.2, 6.3).
+Follows Nova's NumInstancesWeigher (2023.2 onwards).
 """
 
 from scheduler import weights

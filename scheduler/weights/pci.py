@@ -1,6 +1,6 @@
 """PCIWeigher: keep hosts with PCI devices for the requests needing them.
 
-Follows Nova's PCIWeigher (Pike onwards; reference 5.2, 6.3).
+Follows Nova's PCIWeigher (Pike onwards).
 """
 
 from oslo_log import log as logging
@@ -39,8 +39,8 @@ class PCIWeigher(weights.BaseHostWeigher):
     requests with them (already limited to hosts that fit by the
     PciPassthroughFilter) stack onto the hosts with the fewest devices,
     keeping the hosts with many free devices for large requests.  This is
-    reference 5.2 and Nova's weigher since Pike: the request's
-    ``pci_requests`` are not read.
+    Nova's weigher since Pike: the request's ``pci_requests`` are not
+    read.
 
     Multiplier ``[filter_scheduler] pci_weight_multiplier`` (default 1.0,
     min 0.0), overridable per aggregate with the key of the same name.

@@ -7,7 +7,7 @@ standalone ``reconcile`` becomes: the claims with their node's uuid and
 cell from our database, then, per cell, the claimed instances and the
 claimed nodes' rows from the cell database, compared here:
 
-* *superseded* (rules 3a-b of ``scheduler.db.claims``): a live
+* *superseded* (rules 3a-b of docs/claims.rst): a live
   ``instances`` row has the claim's instance uuid and host, and the
   node's ``compute_nodes.updated_at`` is later than the instance row's
   ``COALESCE(updated_at, created_at)``.  Rule 3c is not needed: the
