@@ -177,4 +177,7 @@ class SchedulerService(service_base.ServiceBase):
         self._stopping.wait()
 
     def reset(self):
-        """SIGHUP: nothing to reload beyond the configuration."""
+        """SIGHUP, once the mutable options are re-read: the service keeps
+        serving (nothing else is rebuilt)."""
+        LOG.info('Scheduler %s reloaded its configuration; log level %s',
+                 CONF.host, 'DEBUG' if CONF.debug else 'INFO')

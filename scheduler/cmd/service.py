@@ -2,15 +2,16 @@
 
 ``scheduler-service --config-file /etc/scheduler/scheduler.conf`` serves
 the ``scheduler`` topic with ``[scheduler] workers`` processes (default
-one), under oslo.service's native-threading launcher.
+one), which reload their configuration in place on SIGHUP
+(``scheduler.launcher``).
 """
 
 import sys
 
 from oslo_log import log as logging
-from oslo_service import service as os_service
 
 from scheduler import config
+from scheduler import launcher
 from scheduler import service
 from scheduler.conf import CONF
 
@@ -28,9 +29,7 @@ def main(argv=None):
     workers = CONF.scheduler.workers or 1
     LOG.info('Starting scheduler-service on host %s with %d worker(s)',
              CONF.host, workers)
-    launcher = os_service.launch(CONF, service.SchedulerService(),
-                                 workers=workers, restart_method='mutate')
-    launcher.wait()
+    launcher.launch(service.SchedulerService, workers)
     return 0
 
 

@@ -688,3 +688,42 @@ def test_heartbeat_loss_drops_host_and_heartbeat_brings_it_back(
     # Not before the window, not much later than it.
     assert down_time - 1 <= dropped <= down_time + 5
     assert back < 5
+
+
+# -------------------------------------------------------------- SIGHUP --
+
+def test_sighup_reloads_in_place_and_drops_no_call(
+        deploy, rabbit_url, postgresql_url, fresh_database):
+    """Five SIGHUPs in 10 s to a service with two workers, under two
+    callers' load: the same two workers keep serving, every call is
+    answered, and every process says it reloaded its configuration."""
+    db_url = fresh_database(postgresql_url)
+    dep = deploy(db_url, rabbit_url, seed_fn=_seed_hosts,
+                 options={('scheduler', 'workers'): 2})
+    workers = dep.worker_pids(2)
+    assert len(workers) == 2, dep.log()
+    with _load(dep) as first, _load(dep) as second:
+        first.wait_requests(5)
+        started = time.monotonic()
+        for _ in range(5):
+            os.kill(dep.pid, signal.SIGHUP)
+            time.sleep(2)
+        signalled = time.monotonic() - started
+        first.wait_requests(5)
+        second.wait_requests(5)
+        time.sleep(AFTERWARDS)
+    results = sorted(first.results + second.results, key=lambda r: r.sent)
+    during = [r for r in results
+              if r.done > started and r.sent < started + signalled]
+    gap = max(later.done - earlier.done
+              for earlier, later in zip(results, results[1:], strict=False))
+    _report('SIGHUP x5 in %.0f s, 2 workers' % signalled,
+            requests=len(results), answered=sum(r.ok for r in results),
+            in_the_window=len(during), longest_gap=gap)
+    assert _outcomes(results) == {'ok': len(results)}, _errors(results)
+    assert len(during) >= 10
+    assert dep.worker_pids(2, timeout=0) == workers, dep.log()
+    assert dep.returncode is None, dep.log()
+    # Two workers and the parent, five times each (the parent's hook
+    # re-reads the files, the workers also reset the service).
+    assert dep.log().count('reloaded its configuration') == 10, dep.log()
