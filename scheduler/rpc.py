@@ -18,10 +18,12 @@ our classes too.
 """
 
 import oslo_messaging as messaging
+from oslo_messaging import opts as messaging_opts
 
 from scheduler import context as scheduler_context
 from scheduler import exception
 from scheduler import objects
+from scheduler.conf import CONF
 from scheduler.objects import base as objects_base
 
 TOPIC = 'scheduler'
@@ -31,11 +33,24 @@ ALLOWED_EXMODS = [exception.__name__]
 CALLER_EXMODS_KEY = 'scheduler_caller_exmods'
 # Nova's exchange, so that Nova's conductor and this service meet.
 CONTROL_EXCHANGE = 'nova'
+# Default ``[oslo_messaging_rabbit] rabbit_qos_prefetch_count``: the
+# messages a process takes from RabbitMQ before it has started them.
+# oslo.messaging's default (0) takes a whole backlog at once, which then
+# sits in the process (calls queued behind casts, out of reach of the
+# other workers, lost for a stop) however long it takes.
+PREFETCH_COUNT = 32
 
 
-def set_defaults():
-    """Set oslo.messaging's defaults for this service (exchange ``nova``)."""
+def set_defaults(conf=CONF):
+    """Set oslo.messaging's defaults for this service: exchange ``nova``
+    and a bounded prefetch (``PREFETCH_COUNT``); a configuration file
+    still sets either."""
     messaging.set_transport_defaults(control_exchange=CONTROL_EXCHANGE)
+    for group, opts in messaging_opts.list_opts():
+        if group == 'oslo_messaging_rabbit':
+            conf.register_opts(opts, group)
+    conf.set_default('rabbit_qos_prefetch_count', PREFETCH_COUNT,
+                     'oslo_messaging_rabbit')
 
 
 class RequestContextSerializer(messaging.Serializer):

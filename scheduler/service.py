@@ -162,16 +162,31 @@ class SchedulerService(service_base.ServiceBase):
             self._stopping.wait(spacing)
 
     def stop(self, graceful=True):
+        """Stop taking messages at once, wait up to ``[scheduler]
+        drain_timeout`` seconds for the requests started, then close the
+        transport: what was taken but not started goes back to the
+        broker."""
         self._stopping.set()
         if self.server is not None:
             self.server.stop()
-            self.server.wait()
+            self._drain(self.server)
             self.server = None
         if self._owns_transport and self._transport is not None:
             self._transport.cleanup()
             self._transport = None
         db_source.reset()
         LOG.info('Scheduler %s stopped', CONF.host)
+
+    @staticmethod
+    def _drain(server):
+        waiter = threading.Thread(target=server.wait, daemon=True,
+                                  name='scheduler-drain')
+        waiter.start()
+        waiter.join(CONF.scheduler.drain_timeout)
+        if waiter.is_alive():
+            LOG.warning('Requests still running after %.0f s '
+                        '([scheduler] drain_timeout); stopping without '
+                        'them', CONF.scheduler.drain_timeout)
 
     def wait(self):
         self._stopping.wait()

@@ -72,6 +72,14 @@ scheduler_opts = [
     cfg.IntOpt('workers', min=0,
                help='Number of worker processes of the scheduler service.  '
                     'Unset or 0 means one.'),
+    cfg.FloatOpt('drain_timeout', default=5.0, min=0.0,
+                 help='Seconds a stopping scheduler process (SIGTERM, or '
+                      'its parent gone) waits for the requests it has '
+                      'started to finish, after it stopped taking new '
+                      'ones (our own option).  The messages it took but '
+                      'did not start go back to RabbitMQ for the other '
+                      'workers and services.  Keep it below '
+                      '``[DEFAULT] graceful_shutdown_timeout``.'),
     cfg.IntOpt('random_seed',
                help='Seed of the random source used for the '
                     '``host_subset_size`` choice and the chance scheduler '

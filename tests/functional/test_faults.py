@@ -727,3 +727,54 @@ def test_sighup_reloads_in_place_and_drops_no_call(
     # Two workers and the parent, five times each (the parent's hook
     # re-reads the files, the workers also reset the service).
     assert dep.log().count('reloaded its configuration') == 10, dep.log()
+
+
+# ------------------------------------------------- SIGTERM with a backlog --
+
+BACKLOG_CASTS = 600
+HOSTS_PER_CAST = 1000
+
+
+def _flood_aggregates(dep, count=BACKLOG_CASTS):
+    """``count`` update_aggregates casts of ``HOSTS_PER_CAST`` random host
+    names each (a backlog that takes the workers a while); returns the
+    seconds the sending took."""
+    from scheduler.objects import aggregate as aggregate_obj
+    started = time.monotonic()
+    for i in range(count):
+        hosts = ['flood-%d-%d' % (i, j) for j in range(HOSTS_PER_CAST)]
+        dep.api.update_aggregates(dep.ctx, [aggregate_obj.Aggregate(
+            id=10_000 + i, uuid=uuidutils.generate_uuid(),
+            name='flood-%d' % i, hosts=hosts, metadata={})])
+    return time.monotonic() - started
+
+
+@pytest.mark.parametrize('first', ['SIGTERM', 'parent killed'])
+def test_stop_with_a_backlog_is_bounded_and_leaves_no_worker(
+        first, deploy, rabbit_url, postgresql_url, fresh_database):
+    """Two workers holding a backlog of casts: SIGTERM to the parent, or
+    the parent killed with SIGKILL (a service manager's shorter
+    timeout), and every process is gone within 10 s."""
+    import psutil
+    db_url = fresh_database(postgresql_url)
+    dep = deploy(db_url, rabbit_url, seed_fn=_seed_hosts,
+                 options={('scheduler', 'workers'): 2})
+    workers = [psutil.Process(pid) for pid in dep.worker_pids(2)]
+    assert len(workers) == 2, dep.log()
+    sending = _flood_aggregates(dep)
+    started = time.monotonic()
+    if first == 'SIGTERM':
+        os.kill(dep.pid, signal.SIGTERM)
+    else:
+        os.kill(dep.pid, signal.SIGKILL)
+    gone, alive = psutil.wait_procs(workers, timeout=15)
+    took = time.monotonic() - started
+    if first == 'SIGTERM':
+        dep._process.wait(15)
+    _report('stop with a backlog (%s)' % first, casts=BACKLOG_CASTS,
+            sending=sending, all_gone_after=took)
+    for proc in alive:
+        proc.kill()
+    assert not alive, dep.log()
+    assert took < 10, dep.log()
+    assert dep.returncode is not None
