@@ -191,7 +191,7 @@ def _nova_twin(cls, name):
 
 
 _TWINS = {cls: _nova_twin(cls, name) for cls, name in NOVA_NAMES.items()}
-_FROM_NOVA = {}
+_FROM_NOVA: dict[str, type] = {}
 for _cls, _name in NOVA_NAMES.items():
     _FROM_NOVA.setdefault(_name, _cls)
 

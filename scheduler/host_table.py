@@ -16,19 +16,21 @@ import datetime
 import numpy as np
 from oslo_versionedobjects import fields as ovo_fields
 
+from scheduler import aggregates
+from scheduler import attributes
 from scheduler import servicegroup
-from scheduler.filters import utils
+from scheduler.resources import ratios
 
 MEMO_KEYS = 64
 # ``memo`` scope: the function reads only the ``metadata`` of the host's
 # aggregates (in the host's order).
-AGGREGATE_METADATA = 'aggregate_metadata'
+AGGREGATE_METADATA = aggregates.AGGREGATE_METADATA
 _EPOCH = datetime.datetime(1970, 1, 1)
 _NO_HEARTBEAT = np.iinfo(np.int64).min
 
 
 def _ratio(name):
-    return lambda state: utils.host_allocation_ratio(state, name)
+    return lambda state: ratios.host_allocation_ratio(state, name)
 
 
 def _service_flag(name):
@@ -73,7 +75,7 @@ SERVICE_COLUMNS = {
 COLUMNS = {**RESOURCE_COLUMNS, **SERVICE_COLUMNS}
 
 
-_NO_UUIDS = frozenset()
+_NO_UUIDS: frozenset[str] = frozenset()
 
 
 def _uuids(instances):
@@ -225,7 +227,7 @@ class HostTable:
           version); a row is recomputed when its ``row_version`` changed;
         * ``AGGREGATE_METADATA``: only the ``metadata`` of its aggregates;
         * a tuple of attribute names: only those public data attributes
-          (as ``filters.utils.public_attribute`` reads them).
+          (as ``attributes.public_attribute`` reads them).
 
         With a scope, ``fn`` runs once per distinct value of that part
         (equal types and contents) among ``rows``, on one of its hosts.
@@ -448,6 +450,6 @@ def _attribute(name):
     """The signature of the public data attribute ``name`` (a missing
     attribute has a marker of its own)."""
     def signature(state):
-        value = utils.public_attribute(state, name, _MISSING)
+        value = attributes.public_attribute(state, name, _MISSING)
         return ('missing',) if value is _MISSING else _frozen(value)
     return signature

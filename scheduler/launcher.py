@@ -15,6 +15,7 @@ dies stops as if it had received SIGTERM.
 from collections.abc import Callable
 
 import cotyledon
+from cotyledon import types as cotyledon_types
 from oslo_log import log as logging
 from oslo_service import service as os_service
 from oslo_service.backend import base as service_base
@@ -38,7 +39,8 @@ class Worker(cotyledon.Service):
 
     name = 'scheduler-worker'
 
-    def __init__(self, worker_id: int, make_service: ServiceFactory):
+    def __init__(self, worker_id: cotyledon_types.WorkerId,
+                 make_service: ServiceFactory):
         super().__init__(worker_id)
         self._service = make_service()
 

@@ -27,22 +27,27 @@ value, else Nova's default), as the RAM and disk filters use; aggregate
 ratios are not consulted.
 """
 
+import functools
+import typing
+
 from oslo_log import log as logging
 
 from scheduler import exception
 from scheduler import moves
 from scheduler import servicegroup
-from scheduler.filters import utils
+from scheduler.resources import capacity
+from scheduler.resources import ratios
 
 LOG = logging.getLogger(__name__)
 
 
-def _refuse(host_state, text, **values):
+def _refuse(host_state: typing.Any, text: str,
+            **values: typing.Any) -> typing.NoReturn:
     values['dest'] = '%s:%s' % (host_state.host, host_state.nodename)
     raise exception.MigrationPreCheckError(reason=text % values)
 
 
-def check_host_is_up(host_state):
+def check_host_is_up(host_state: typing.Any) -> None:
     """Raise MigrationPreCheckError unless the node's compute service is
     enabled and up.
 
@@ -63,25 +68,32 @@ def check_host_is_up(host_state):
                 'is down.')
 
 
-def free_memory_mb(host_state):
+def _free(host_state: typing.Any, measure: capacity.Measure) -> float:
+    """``capacity.free`` of ``measure`` on the host, with the host's own
+    allocation ratio (the RAM and disk filters' measure and ratio)."""
+    get = functools.partial(getattr, host_state)
+    total = measure.total(get)
+    ratio = ratios.host_allocation_ratio(host_state, measure.ratio)
+    return typing.cast(float, capacity.free(
+        total, measure.in_use(get, total), ratio))
+
+
+def free_memory_mb(host_state: typing.Any) -> float:
     """Free RAM in MiB under the RAM allocation ratio:
     ``total * ratio - used`` with ``used = total - free_ram_mb``
     (``total = total_usable_ram_mb``).  May be negative."""
-    total = host_state.total_usable_ram_mb
-    ratio = utils.host_allocation_ratio(host_state, 'ram_allocation_ratio')
-    return total * ratio - (total - host_state.free_ram_mb)
+    return _free(host_state, capacity.MEMORY_MB)
 
 
-def free_disk_mb(host_state):
+def free_disk_mb(host_state: typing.Any) -> float:
     """Free local disk in MiB under the disk allocation ratio:
     ``total * ratio - used`` with ``total = total_usable_disk_gb * 1024``
     and ``used = total - free_disk_mb``.  May be negative."""
-    total = host_state.total_usable_disk_gb * 1024
-    ratio = utils.host_allocation_ratio(host_state, 'disk_allocation_ratio')
-    return total * ratio - (total - host_state.free_disk_mb)
+    return _free(host_state, capacity.DISK_MB)
 
 
-def assert_compute_node_has_enough_memory(host_state, spec_obj):
+def assert_compute_node_has_enough_memory(host_state: typing.Any,
+                                          spec_obj: typing.Any) -> None:
     """Raise MigrationPreCheckError unless ``free_memory_mb(host_state)``
     (MiB, under the RAM allocation ratio) is at least the flavor's
     ``memory_mb`` (MiB).
@@ -97,7 +109,8 @@ def assert_compute_node_has_enough_memory(host_state, spec_obj):
                 free=free, needed=needed)
 
 
-def assert_compute_node_has_enough_disk(host_state, spec_obj):
+def assert_compute_node_has_enough_disk(host_state: typing.Any,
+                                        spec_obj: typing.Any) -> None:
     """Raise MigrationPreCheckError unless ``free_disk_mb(host_state)``
     (MiB, under the disk allocation ratio) is at least the request's local
     disk: ``(root_gb + ephemeral_gb) * 1024 + swap`` MiB.
@@ -116,14 +129,15 @@ def assert_compute_node_has_enough_disk(host_state, spec_obj):
                 free=free, needed=needed)
 
 
-def assert_compute_node_has_enough_resources(host_state, spec_obj):
+def assert_compute_node_has_enough_resources(host_state: typing.Any,
+                                             spec_obj: typing.Any) -> None:
     """Memory, then disk (the two checks above); raise
     MigrationPreCheckError on the first that fails."""
     assert_compute_node_has_enough_memory(host_state, spec_obj)
     assert_compute_node_has_enough_disk(host_state, spec_obj)
 
 
-def check_destination(host_state, spec_obj):
+def check_destination(host_state: typing.Any, spec_obj: typing.Any) -> None:
     """All the pre-checks of one destination node, in Nova's order: the
     service is up and enabled, then enough memory and disk.
 
@@ -134,7 +148,8 @@ def check_destination(host_state, spec_obj):
     assert_compute_node_has_enough_resources(host_state, spec_obj)
 
 
-def requested_destination(spec_obj):
+def requested_destination(
+        spec_obj: typing.Any) -> tuple[str, str | None] | None:
     """``(host, node)`` of a live migration's requested destination, or
     None when the request is not a live migration (``_nova_check_type``
     hint, ``scheduler.moves``) or names no destination host; node None
@@ -147,7 +162,8 @@ def requested_destination(spec_obj):
     return dest.host, dest.obj_get('node') or None
 
 
-def check_requested_destination(host_states, spec_obj):
+def check_requested_destination(host_states: typing.Iterable[typing.Any],
+                                spec_obj: typing.Any) -> None:
     """Pre-check the requested destination of a live migration.
 
     ``host_states``: the freshly refreshed HostStates.  Does nothing for

@@ -37,7 +37,6 @@ from scheduler import drivers
 from scheduler import exception
 from scheduler import rpc
 from scheduler.conf import CONF
-from scheduler.db import claim_releases
 from scheduler.objects import aggregate as aggregate_obj
 from scheduler.objects import base as objects_base
 from scheduler.objects import instance as instance_obj
@@ -108,7 +107,6 @@ class SchedulerManager:
     def __init__(self, context, notifier=None, driver=None):
         self.driver = driver or drivers.load_driver(context,
                                                     notifier=notifier)
-        self._claim_releases = claim_releases.ReleaseQueue()
 
     @property
     def host_manager(self):
@@ -237,7 +235,7 @@ class SchedulerManager:
         self.host_manager.delete_instance_info(ctxt, host_name,
                                                instance_uuid)
         if CONF.scheduler.claim_resources:
-            self._claim_releases.release(ctxt, instance_uuid)
+            self.driver.reservation.release_deleted(ctxt, instance_uuid)
 
     @messaging.expose
     @_cast_handler

@@ -26,7 +26,7 @@ The source
     not see (no instance rows, or instance tracking out of date).
 
 Source exclusion (``exclude_source``, run by
-``HostManager.get_filtered_hosts`` after ``requested_destination`` and
+``Pipeline.get_filtered_hosts`` after ``requested_destination`` and
 before ``ignore_hosts`` / ``force_*`` and the filters)
     * ``migrate``, ``live_migrate``, ``evacuate``: every node of the source
       host is removed, as Nova's conductor does with ``ignore_hosts``.  Nova
@@ -44,7 +44,7 @@ before ``ignore_hosts`` / ``force_*`` and the filters)
 
 Host names are compared case-insensitively, as ``ignore_hosts``.  As in
 Queens, a request that carries any ``_nova_check_type`` hint runs the
-filters even on forced hosts (``HostManager.get_filtered_hosts``), so a
+filters even on forced hosts (``Pipeline.get_filtered_hosts``), so a
 forced move with a hint is filtered; Nova never calls the scheduler for a
 forced live migration or evacuation.  When the
 source host stays allowed, ServerGroupAntiAffinityFilter lets the instance

@@ -23,6 +23,7 @@ error is logged, where Nova would fail the request.
 """
 
 import threading
+import typing
 import weakref
 
 import oslo_messaging as messaging
@@ -40,7 +41,8 @@ EVENT_PREFIX = 'scheduler.select_destinations.'
 # are published as "<source>:<host>".
 SOURCE = 'nova-scheduler'
 
-_VERSIONED_NOTIFIERS = weakref.WeakKeyDictionary()
+_VERSIONED_NOTIFIERS: weakref.WeakKeyDictionary[typing.Any, typing.Any] = (
+    weakref.WeakKeyDictionary())
 _LOCK = threading.Lock()
 
 

@@ -1,22 +1,31 @@
-"""Host NUMA topologies, and fitting an instance's NUMA topology onto them.
+"""Fitting an instance's NUMA topology onto a host's, and its accounting.
 
-Units: memory in **MiB**, page sizes in **KiB**, CPUs as host CPU ids.
-``parse_host_topology`` reads ``compute_nodes.numa_topology`` (Nova's
-primitive or a plain form), ``fit_instance_to_host`` is Nova's
-``numa_fit_instance_to_host`` (Ocata, with the Pike emulator threads and
-the Train ``pcpuset`` split), ``usage_from_instance`` its accounting and
-``consume_numa_and_pci`` the consumption.  The rules, and what is not
+``fit_instance_to_host`` is Nova's ``numa_fit_instance_to_host`` (Ocata,
+with the Pike emulator threads and the Train ``pcpuset`` split),
+``usage_from_instance`` its accounting and ``consume_numa_and_pci`` the
+consumption.  Host topologies are read by ``scheduler.numa_topology``
+(its public names are importable from here too).  Units: memory in MiB,
+page sizes in KiB, CPUs as host CPU ids.  The rules, and what is not
 implemented, are described in docs/numa.rst.
 """
 
 import dataclasses
-import functools
-import json
+from collections.abc import Callable
+from typing import Any
 
 from oslo_log import log as logging
 
 from scheduler import exception
 from scheduler import pci
+from scheduler.numa_topology import FORMAT_PLAIN as FORMAT_PLAIN
+from scheduler.numa_topology import FORMAT_PRIMITIVE as FORMAT_PRIMITIVE
+from scheduler.numa_topology import HostNUMACell as HostNUMACell
+from scheduler.numa_topology import HostNUMATopology as HostNUMATopology
+from scheduler.numa_topology import InvalidNUMATopology as InvalidNUMATopology
+from scheduler.numa_topology import MemPages as MemPages
+from scheduler.numa_topology import parse_host_topology as parse_host_topology
+from scheduler.numa_topology import topology_to_dict as topology_to_dict
+from scheduler.numa_topology import topology_to_raw as topology_to_raw
 
 LOG = logging.getLogger(__name__)
 
@@ -31,295 +40,15 @@ THREAD_POLICY_ISOLATE = 'isolate'
 THREAD_POLICY_REQUIRE = 'require'
 EMULATOR_THREADS_ISOLATE = 'isolate'
 
-# Upper bound on the cell pairs tried by one fit (see step 2 above).
+# Upper bound on the cell pairs tried by one fit (docs/numa.rst, step 2).
 MAX_SEARCH_STEPS = 20000
 
-FORMAT_PRIMITIVE = 'primitive'
-FORMAT_PLAIN = 'plain'
-
-_DATA = 'nova_object.data'
 _KIB_PER_MIB = 1024
-
-
-class InvalidNUMATopology(exception.Invalid):
-    """A ``numa_topology`` value that cannot be read."""
-
-    msg_fmt = 'Invalid host NUMA topology: %(reason)s'
-
-
-@dataclasses.dataclass(frozen=True)
-class MemPages:
-    """Pages of one size in one cell: counts of pages of ``size_kb`` KiB."""
-
-    size_kb: int
-    total: int
-    used: int = 0
-    reserved: int = 0
-
-    @property
-    def free(self):
-        return self.total - self.used - self.reserved
-
-    @property
-    def free_kb(self):
-        return self.free * self.size_kb
-
-
-@dataclasses.dataclass(frozen=True)
-class HostNUMACell:
-    """One host NUMA cell (memory in MiB)."""
-
-    id: int
-    cpuset: frozenset
-    memory: int
-    cpu_usage: int = 0
-    memory_usage: int = 0
-    pinned_cpus: frozenset = frozenset()
-    siblings: tuple = ()
-    mempages: tuple = ()
-    pcpuset: frozenset | None = None
-
-    @property
-    def avail_memory(self):
-        """Memory not used by guests, MiB (negative when overcommitted)."""
-        return self.memory - self.memory_usage
-
-    def usable_cpus(self, pinned):
-        """The CPUs a pinned (``pinned`` True) or unpinned guest may use."""
-        if pinned and self.pcpuset is not None:
-            return self.pcpuset
-        return self.cpuset
-
-    @property
-    def free_pcpus(self):
-        """CPUs a pinned guest could still get."""
-        return self.usable_cpus(True) - self.pinned_cpus
-
-    @property
-    def threads_per_core(self):
-        return max((len(group) for group in self.siblings), default=1)
-
-    def core_of(self, cpu):
-        """The sibling group holding ``cpu`` (``{cpu}`` when none)."""
-        for group in self.siblings:
-            if cpu in group:
-                return group
-        return frozenset((cpu,))
-
-
-@dataclasses.dataclass(frozen=True)
-class HostNUMATopology:
-    """A host's NUMA cells; ``fmt`` and ``raw`` remember the stored shape
-    so that ``topology_to_raw`` can write it back."""
-
-    cells: tuple
-    fmt: str = FORMAT_PLAIN
-    raw: str | None = dataclasses.field(default=None, compare=False,
-                                        repr=False)
-
-
-# -- parsing ----------------------------------------------------------------
-
-def _int(data, key, default=None):
-    value = data.get(key)
-    if value is None:
-        if default is None:
-            raise InvalidNUMATopology(reason='a cell has no %r' % key)
-        value = default
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidNUMATopology(reason='%s=%r is not a number'
-                                  % (key, value))
-    return int(value)
-
-
-def _cpus(data, key, default=()):
-    value = data.get(key, default)
-    if value is None:
-        value = default
-    if not isinstance(value, (list, tuple, set, frozenset)) or not all(
-            isinstance(cpu, int) and not isinstance(cpu, bool)
-            for cpu in value):
-        raise InvalidNUMATopology(reason='%s=%r is not a list of CPU ids'
-                                  % (key, value))
-    return frozenset(value)
-
-
-def _data(entry):
-    if not isinstance(entry, dict):
-        raise InvalidNUMATopology(reason='%r is not an object' % (entry,))
-    data = entry.get(_DATA, entry)
-    if not isinstance(data, dict):
-        raise InvalidNUMATopology(reason='%r is not an object' % (entry,))
-    return data
-
-
-def _cell_from_dict(entry):
-    data = _data(entry)
-    siblings = data.get('siblings') or []
-    mempages = data.get('mempages') or []
-    if not isinstance(siblings, list) or not isinstance(mempages, list):
-        raise InvalidNUMATopology(reason='siblings and mempages must be '
-                                  'lists')
-    pcpuset = None
-    if data.get('pcpuset') is not None:
-        pcpuset = _cpus(data, 'pcpuset')
-    pages = []
-    for page in mempages:
-        page = _data(page)
-        pages.append(MemPages(size_kb=_int(page, 'size_kb'),
-                              total=_int(page, 'total'),
-                              used=_int(page, 'used', 0),
-                              reserved=_int(page, 'reserved', 0)))
-    groups = [_cpus({'siblings': group}, 'siblings') for group in siblings]
-    return HostNUMACell(
-        id=_int(data, 'id'), cpuset=_cpus(data, 'cpuset'),
-        memory=_int(data, 'memory'), cpu_usage=_int(data, 'cpu_usage', 0),
-        memory_usage=_int(data, 'memory_usage', 0),
-        pinned_cpus=_cpus(data, 'pinned_cpus'),
-        siblings=tuple(sorted((group for group in groups if group),
-                              key=min)),
-        mempages=tuple(pages), pcpuset=pcpuset)
-
-
-def _topology_from_dict(value, raw_text):
-    if _DATA in value:
-        fmt = FORMAT_PRIMITIVE
-        data = value[_DATA]
-    elif 'cells' in value:
-        fmt = FORMAT_PLAIN
-        data = value
-    else:
-        raise InvalidNUMATopology(reason='no "cells" in %r' % (value,))
-    if not isinstance(data, dict) or not isinstance(data.get('cells'), list):
-        raise InvalidNUMATopology(reason='"cells" is not a list')
-    cells = tuple(_cell_from_dict(cell) for cell in data['cells'])
-    if len({cell.id for cell in cells}) != len(cells):
-        raise InvalidNUMATopology(reason='duplicate cell ids')
-    return HostNUMATopology(cells=cells, fmt=fmt, raw=raw_text)
-
-
-@functools.lru_cache(maxsize=4096)
-def _parse_text(text):
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise InvalidNUMATopology(reason='not JSON: %s' % exc) from exc
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise InvalidNUMATopology(reason='not a JSON object')
-    return _topology_from_dict(value, text)
-
-
-def parse_host_topology(value):
-    """The HostNUMATopology of a ``numa_topology`` value, or None.
-
-    ``value``: None or ``''`` (no topology: None), a JSON string, its
-    decoded dict, or a HostNUMATopology (returned as is).  Raises
-    ``InvalidNUMATopology`` when it cannot be read.
-    """
-    if value is None or value == '':
-        return None
-    if isinstance(value, HostNUMATopology):
-        return value
-    if isinstance(value, bytes):
-        value = value.decode('utf-8')
-    if isinstance(value, str):
-        return _parse_text(value)
-    if isinstance(value, dict):
-        return _topology_from_dict(value, json.dumps(value))
-    raise InvalidNUMATopology(reason='unexpected %s' % type(value).__name__)
-
-
-# -- writing back -----------------------------------------------------------
-
-def _cell_fields(cell):
-    fields = {'id': cell.id, 'cpuset': sorted(cell.cpuset),
-              'memory': cell.memory, 'cpu_usage': cell.cpu_usage,
-              'memory_usage': cell.memory_usage,
-              'pinned_cpus': sorted(cell.pinned_cpus),
-              'siblings': [sorted(group) for group in cell.siblings]}
-    if cell.pcpuset is not None:
-        fields['pcpuset'] = sorted(cell.pcpuset)
-    return fields
-
-
-def _page_fields(page):
-    return {'size_kb': page.size_kb, 'total': page.total, 'used': page.used,
-            'reserved': page.reserved}
-
-
-def _primitive(name, version, data):
-    return {'nova_object.name': name, 'nova_object.namespace': 'nova',
-            'nova_object.version': version, _DATA: data,
-            'nova_object.changes': sorted(data)}
-
-
-def _fresh_dict(topology):
-    cells = []
-    for cell in topology.cells:
-        pages = [_page_fields(page) for page in cell.mempages]
-        fields = _cell_fields(cell)
-        if topology.fmt == FORMAT_PRIMITIVE:
-            fields['mempages'] = [_primitive('NUMAPagesTopology', '1.1', p)
-                                  for p in pages]
-            cells.append(_primitive(
-                'NUMACell', '1.4' if cell.pcpuset is not None else '1.2',
-                fields))
-        else:
-            fields['mempages'] = pages
-            cells.append(fields)
-    if topology.fmt == FORMAT_PRIMITIVE:
-        return _primitive('NUMATopology', '1.2', {'cells': cells})
-    return {'cells': cells}
-
-
-def topology_to_dict(topology):
-    """The topology as a JSON-able dict in its own shape (``fmt``).
-
-    When it was parsed from JSON, that JSON is the template: only the
-    usage fields (``cpu_usage``, ``memory_usage``, ``pinned_cpus``, pages
-    ``used``) are replaced, every other key is kept.
-    """
-    if topology.raw is None:
-        return _fresh_dict(topology)
-    value = json.loads(topology.raw)
-    data = value.get(_DATA, value)
-    if len(data['cells']) != len(topology.cells):
-        return _fresh_dict(topology)
-    for entry, cell in zip(data['cells'], topology.cells, strict=True):
-        cell_data = entry.get(_DATA, entry)
-        cell_data['cpu_usage'] = cell.cpu_usage
-        cell_data['memory_usage'] = cell.memory_usage
-        cell_data['pinned_cpus'] = sorted(cell.pinned_cpus)
-        by_size = {page.size_kb: page for page in cell.mempages}
-        for page_entry in cell_data.get('mempages') or []:
-            page_data = page_entry.get(_DATA, page_entry)
-            page = by_size.get(page_data.get('size_kb'))
-            if page is not None:
-                page_data['used'] = page.used
-        if _DATA in entry:
-            changes = set(entry.get('nova_object.changes') or [])
-            changes.update(('cpu_usage', 'memory_usage', 'pinned_cpus'))
-            entry['nova_object.changes'] = sorted(changes)
-    return value
-
-
-def topology_to_raw(topology, like):
-    """``topology`` in the type of ``like`` (the value it was read from):
-    a JSON string for a string, a dict for a dict, else the object."""
-    if topology is None:
-        return None
-    if isinstance(like, (str, bytes)):
-        return json.dumps(topology_to_dict(topology), sort_keys=True)
-    if isinstance(like, dict):
-        return topology_to_dict(topology)
-    return topology
 
 
 # -- instance cells ---------------------------------------------------------
 
-def _get(obj, name, default=None):
+def _get(obj: Any, name: str, default: Any = None) -> Any:
     if obj is None:
         return default
     if isinstance(obj, dict):
@@ -331,7 +60,7 @@ def _get(obj, name, default=None):
     return default if value is None else value
 
 
-def is_pinned(instance_cell):
+def is_pinned(instance_cell: Any) -> bool:
     """Whether the cell asks for dedicated (pinned) CPUs."""
     return _get(instance_cell, 'cpu_policy') == CPU_POLICY_DEDICATED
 
@@ -344,7 +73,8 @@ class _CellFit:
     reserved: frozenset = frozenset()
 
 
-def _choose_pagesize(host_cell, wanted, memory_mb):
+def _choose_pagesize(host_cell: HostNUMACell, wanted: int,
+                     memory_mb: int) -> int | None:
     """The host page size (KiB) to back ``memory_mb`` with, or None."""
     sizes = sorted(page.size_kb for page in host_cell.mempages)
     if wanted == MEMPAGES_SMALL:
@@ -366,7 +96,8 @@ def _choose_pagesize(host_cell, wanted, memory_mb):
     return None
 
 
-def _free_cores(host_cell, usable):
+def _free_cores(host_cell: HostNUMACell, usable: frozenset[int]
+                ) -> list[tuple[list[int], list[int]]]:
     """``[(threads, free threads)]`` per physical core of ``usable`` CPUs,
     each a sorted list, in CPU order."""
     free = usable - host_cell.pinned_cpus
@@ -383,10 +114,11 @@ def _free_cores(host_cell, usable):
             for threads in cores]
 
 
-def _pick_pcpus(host_cell, needed, thread_policy):
+def _pick_pcpus(host_cell: HostNUMACell, needed: int,
+                thread_policy: str | None) -> list[int] | None:
     """``needed`` free host CPUs for a pinned guest, in the order they
-    will be given to its vCPUs, or None (thread policies: module
-    docstring)."""
+    will be given to its vCPUs, or None (thread policies:
+    docs/numa.rst)."""
     cores = _free_cores(host_cell, host_cell.usable_cpus(True))
     if thread_policy == THREAD_POLICY_ISOLATE:
         whole = [threads for threads, free in cores
@@ -411,12 +143,13 @@ def _pick_pcpus(host_cell, needed, thread_policy):
     return everything[:needed] if len(everything) >= needed else None
 
 
-def _ratio(limits, name):
+def _ratio(limits: Any, name: str) -> float | None:
     value = _get(limits, name)
     return None if value is None else float(value)
 
 
-def _fit_cell(host_index, host_cell, instance_cell, limits, reserved_cpus):
+def _fit_cell(host_index: int, host_cell: HostNUMACell, instance_cell: Any,
+              limits: Any, reserved_cpus: int) -> _CellFit | None:
     """How ``instance_cell`` fits on ``host_cell``: a _CellFit, or None."""
     memory = _get(instance_cell, 'memory', 0)
     vcpus = sorted(_get(instance_cell, 'cpuset', ()))
@@ -463,12 +196,15 @@ class _SearchExhausted(Exception):
     pass
 
 
-def _search(host, instance_cells, limits, reserved_on_first, accept):
+def _search(host: HostNUMATopology, instance_cells: list[Any], limits: Any,
+            reserved_on_first: int,
+            accept: Callable[[list[_CellFit]], bool]
+            ) -> list[_CellFit] | None:
     """The first assignment (in permutation order) whose every pair fits
     and that ``accept(fits)`` approves; a list of _CellFit or None."""
     memo = {}
     used = [False] * len(host.cells)
-    chosen = []
+    chosen: list[_CellFit] = []
     steps = [0]
 
     def pair(host_index, cell_index):
@@ -507,10 +243,11 @@ def _search(host, instance_cells, limits, reserved_on_first, accept):
         return None
 
 
-def fit_instance_to_host(host_topology, instance_topology, limits=None,
-                         pci_requests=None, pci_stats=None):
-    """The instance topology fitted onto the host, or None (module
-    docstring, "Fitting").
+def fit_instance_to_host(host_topology: Any, instance_topology: Any,
+                         limits: Any = None, pci_requests: Any = None,
+                         pci_stats: Any = None) -> Any:
+    """The instance topology fitted onto the host, or None
+    (docs/numa.rst, "Fitting").
 
     ``host_topology``: anything ``parse_host_topology`` accepts (an
     unreadable value raises ``InvalidNUMATopology``);
@@ -559,7 +296,8 @@ def fit_instance_to_host(host_topology, instance_topology, limits=None,
 
 # -- accounting -------------------------------------------------------------
 
-def _cell_usage(host_cell, instance_cell, sign):
+def _cell_usage(host_cell: HostNUMACell, instance_cell: Any,
+                sign: int) -> HostNUMACell:
     memory = _get(instance_cell, 'memory', 0)
     vcpus = len(_get(instance_cell, 'cpuset', ()))
     reserved = set(_get(instance_cell, 'cpuset_reserved', ()) or ())
@@ -598,7 +336,8 @@ def _cell_usage(host_cell, instance_cell, sign):
         pinned_cpus=frozenset(pinned_cpus), mempages=mempages)
 
 
-def usage_from_instance(host_topology, fitted, free=False):
+def usage_from_instance(host_topology: Any, fitted: Any,
+                        free: bool = False) -> HostNUMATopology | None:
     """The host topology after adding (``free`` False) or removing the
     usage of ``fitted`` (a topology returned by ``fit_instance_to_host``,
     whose cell ids are host cell ids).  Returns a new HostNUMATopology."""
@@ -606,7 +345,7 @@ def usage_from_instance(host_topology, fitted, free=False):
     if host is None or fitted is None:
         return host
     sign = -1 if free else 1
-    by_id = {}
+    by_id: dict[int, list[Any]] = {}
     for instance_cell in _get(fitted, 'cells', []):
         by_id.setdefault(_get(instance_cell, 'id'), []).append(instance_cell)
     cells = []
@@ -617,17 +356,17 @@ def usage_from_instance(host_topology, fitted, free=False):
     return dataclasses.replace(host, cells=tuple(cells))
 
 
-def host_has_hyperthreading(host_topology):
+def host_has_hyperthreading(host_topology: Any) -> bool:
     """Whether some cell has a sibling group of more than one CPU (what
     Nova's NUMATopologyFilter checks for the ``require`` thread policy)."""
     host = parse_host_topology(host_topology)
-    return bool(host) and any(len(group) > 1 for cell in host.cells
-                              for group in cell.siblings)
+    return host is not None and any(len(group) > 1 for cell in host.cells
+                                    for group in cell.siblings)
 
 
 # -- consumption ------------------------------------------------------------
 
-def consume_numa_and_pci(host_state, spec_obj):
+def consume_numa_and_pci(host_state: Any, spec_obj: Any) -> Any:
     """Virtually take the request's NUMA and PCI resources on the host
     (as Nova's HostState consumption does); call it from
     ``HostState.consume_from_request`` under the host's lock.

@@ -31,9 +31,10 @@ What lives here:
   ``module_server(kind, **options)``: the same, shared by one module's
   tests.
 
-The servers themselves are started by ``scheduler.bench.servers`` (the
-benchmark starts its own with it too); the fixtures only add the policy
-below.
+The servers themselves are started by ``tests/fixtures/servers.py``
+(imported as ``servers``: ``tests/fixtures`` is on pytest's
+``pythonpath``) and the databases made by ``scheduler_tools.databases``;
+the fixtures only add the policy below.
 
 Server binaries come from Debian packages installed by
 ``tools/test-setup.sh``.  If they are missing the fixtures FAIL (they do
@@ -46,8 +47,9 @@ import os
 import warnings
 
 import pytest
+import servers
 
-from scheduler.bench import servers
+from scheduler_tools import databases
 
 # ---------------------------------------------------------------------------
 # oslo.service backend: must happen before oslo_messaging is imported.
@@ -128,7 +130,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 # ---------------------------------------------------------------------------
-# Server fixtures: thin wrappers around scheduler.bench.servers
+# Server fixtures: thin wrappers around tests/fixtures/servers.py
 # ---------------------------------------------------------------------------
 
 SETUP_HINT = ("run tools/test-setup.sh (as root) to install the test "
@@ -139,8 +141,8 @@ SETUP_HINT = ("run tools/test-setup.sh (as root) to install the test "
 TEMPDIR_PREFIX = "scheduler-test-"
 
 # The helpers behind ``fresh_database``.
-make_database = servers.create_database
-drop_database = servers.drop_database
+make_database = databases.create_database
+drop_database = databases.drop_database
 
 
 def _skip_servers():
@@ -225,7 +227,7 @@ def private_server():
     is closed at teardown.  For tests that break their servers, or that
     need one set up differently: ``private_server(kind, **options)``
     passes ``options`` to the server class (``tls=True``,
-    ``tls_only=True``: see ``scheduler.bench.servers``)."""
+    ``tls_only=True``: see ``tests/fixtures/servers.py``)."""
     yield from _private_servers()
 
 

@@ -16,13 +16,13 @@ import time
 
 import oslo_messaging as messaging
 import psutil
-import seed
 
 import scheduler
 from scheduler import rpc
 from scheduler import rpcapi
 from scheduler import service
 from scheduler.conf import CONF
+from scheduler_tools import seed
 
 READY_TIMEOUT = 60
 CALL_TIMEOUT = 30

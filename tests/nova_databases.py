@@ -27,7 +27,7 @@ import subprocess
 import pytest
 import sqlalchemy as sa
 
-from scheduler.bench import servers
+from scheduler_tools import databases
 
 NOVA_VERSION = os.environ.get('SCHEDULER_NOVA_VERSION', '34.0.0')
 DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -137,7 +137,7 @@ class NovaDatabases:
     def __init__(self, admin_url, workdir):
         self.workdir = str(workdir)
         self.venv = nova_venv()
-        self.urls = {name: servers.create_database(admin_url, 'nova_' + name)
+        self.urls = {name: databases.create_database(admin_url, 'nova_' + name)
                      for name in ('api', 'cell0') + CELLS}
         env = {key: value for key, value in os.environ.items()
                if not key.startswith('PYTHON')}
@@ -186,7 +186,7 @@ class NovaDatabases:
         if self.nova is not None:
             self.nova.close()
         for url in self.urls.values():
-            servers.drop_database(url)
+            databases.drop_database(url)
 
 
 def schema_of(url):

@@ -16,10 +16,12 @@
 #    $SCHEDULER_NOVA_PYTHON (default $PYTHON; Nova 34 needs 3.11 or later).
 #    SCHEDULER_SKIP_NOVA_VENV=1 skips this step (the tests then fail, or
 #    skip under SCHEDULER_TEST_SKIP_NOVA=1).
-# 3. Installs this repository editable with its test extra
-#    (python3 -m pip install -e '.[test]'), unless that is already done for
-#    the current pyproject.toml.  SCHEDULER_SKIP_PIP_INSTALL=1 skips this
-#    step (tox does its own install).
+# 3. Installs this repository (the distribution
+#    openstack-standalone-scheduler) editable with its test and tools
+#    extras (python3 -m pip install -e '.[test,tools]': the tests run
+#    scheduler-replay and scheduler-bench too), unless that is already
+#    done for the current pyproject.toml.  SCHEDULER_SKIP_PIP_INSTALL=1
+#    skips this step (tox does its own install).
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -208,17 +210,20 @@ fi
 
 # Exit 0 if this repo is installed editable, with metadata built from the
 # current pyproject.toml (stamp in the dist-info) and all its
-# requirements, test extra included, satisfied.  Exit 1 otherwise.
+# requirements, test and tools extras included, satisfied.  Exit 1
+# otherwise.
 install_is_current() {
     (cd / && "$PYTHON" - "$REPO_ROOT" <<'PY'
 import hashlib, importlib.metadata as md, json, os, sys
 repo = sys.argv[1]
+DIST = "openstack-standalone-scheduler"
+EXTRAS = ("test", "tools")
 try:
     from packaging.requirements import Requirement
 except ImportError:
     from pip._vendor.packaging.requirements import Requirement
 try:
-    dist = md.distribution("scheduler")
+    dist = md.distribution(DIST)
     url = json.loads(dist.read_text("direct_url.json") or "{}")
     if url.get("url") != "file://" + repo or not url.get(
             "dir_info", {}).get("editable"):
@@ -229,7 +234,8 @@ try:
         sys.exit(1)
     for line in dist.requires or []:
         req = Requirement(line)
-        if req.marker and not req.marker.evaluate({"extra": "test"}):
+        if req.marker and not any(req.marker.evaluate({"extra": extra})
+                                  for extra in EXTRAS):
             continue
         have = md.version(req.name)
         if not req.specifier.contains(have, prereleases=True):
@@ -244,7 +250,8 @@ write_stamp() {
     (cd / && "$PYTHON" - "$REPO_ROOT" <<'PY'
 import hashlib, importlib.metadata as md, os, sys
 repo = sys.argv[1]
-path = getattr(md.distribution("scheduler"), "_path", None)
+DIST = "openstack-standalone-scheduler"
+path = getattr(md.distribution(DIST), "_path", None)
 if path is not None:
     with open(os.path.join(repo, "pyproject.toml"), "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()
@@ -259,15 +266,49 @@ if install_is_current; then
     exit 0
 fi
 
-pip_args=(install -q --disable-pip-version-check --no-input -e ".[test]")
+# Exit 0 if this repo is installed editable under the distribution's
+# former name, "scheduler" (its entry points would be registered twice),
+# after removing our stamp from its dist-info (pip does not know the
+# file, and would leave the directory behind).  A "scheduler" installed
+# from anywhere else is left alone.
+old_name_installed() {
+    (cd / && "$PYTHON" - "$REPO_ROOT" <<'PY'
+import importlib.metadata as md, json, os, sys
+try:
+    dist = md.distribution("scheduler")
+    url = json.loads(dist.read_text("direct_url.json") or "{}")
+except (md.PackageNotFoundError, OSError, ValueError):
+    sys.exit(1)
+if url.get("url") != "file://" + sys.argv[1]:
+    sys.exit(1)
+path = getattr(dist, "_path", None)
+if path is not None:
+    try:
+        os.unlink(os.path.join(str(path), "SCHEDULER_TEST_SETUP"))
+    except OSError:
+        pass
+PY
+    )
+}
+
+pip_flags=(-q --disable-pip-version-check --no-input)
 # A distribution Python (PEP 668 "externally managed") outside a venv
 # refuses pip installs; this is a throwaway test machine, so override.
 if "$PYTHON" -c 'import sys, sysconfig, os
 sys.exit(0 if sys.prefix == sys.base_prefix and os.path.exists(
     os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")) else 1)'
 then
-    pip_args+=(--break-system-packages)
+    pip_flags+=(--break-system-packages)
 fi
+if old_name_installed; then
+    log "$PYTHON -m pip uninstall -y scheduler (this repository's former name)"
+    PIP_ROOT_USER_ACTION=ignore "$PYTHON" -m pip uninstall -y "${pip_flags[@]}" scheduler
+fi
+# setuptools' metadata of the former name, left in the tree by its
+# editable install: on sys.path from here, it would add the entry points
+# a second time.
+rm -rf "$REPO_ROOT/scheduler.egg-info"
+pip_args=(install "${pip_flags[@]}" -e ".[test,tools]")
 log "$PYTHON -m pip ${pip_args[*]}"
 PIP_ROOT_USER_ACTION=ignore "$PYTHON" -m pip "${pip_args[@]}"
 write_stamp

@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from scheduler.conf import CONF
 from scheduler.conf import api_database
 from scheduler.db import api
+from scheduler.db import changes as db_changes
 from scheduler.objects import cell_mapping
 
 Row = dict[str, typing.Any]
@@ -68,7 +69,7 @@ class HostSource(typing.Protocol):
     def get_changes_since(self, context, since: datetime.datetime,
                           binary: str) -> dict[str, typing.Any]:
         """The compute node, service and instance rows changed after
-        ``since`` (``api.get_changes_since``'s shape)."""
+        ``since`` (``db_changes.get_changes_since``'s shape)."""
 
     def get_instance_changes_since(self, context, since: datetime.datetime
                                    ) -> list[Row]:
@@ -126,22 +127,23 @@ class StandaloneSource:
         return api.instance_group_get_by_uuid(context, uuid)
 
     def get_changes_since(self, context, since, binary='nova-compute'):
-        return api.get_changes_since(context, since, binary)
+        return db_changes.get_changes_since(context, since, binary)
 
     def get_instance_changes_since(self, context, since):
-        return api.get_instance_changes_since(context, since)
+        return db_changes.get_instance_changes_since(context, since)
 
     def get_change_versions_since(self, context, since, binary='nova-compute'):
-        return api.get_change_versions_since(context, since, binary)
+        return db_changes.get_change_versions_since(context, since, binary)
 
     def get_rows_by_ids(self, context, compute_node_ids=(), service_ids=()):
-        return api.get_rows_by_ids(context, compute_node_ids, service_ids)
+        return db_changes.get_rows_by_ids(context, compute_node_ids,
+                                          service_ids)
 
     def row_version(self, table_name, row):
-        return api.row_version(table_name, row)
+        return db_changes.row_version(table_name, row)
 
     def timestamp_resolution(self):
-        return api.timestamp_resolution()
+        return db_changes.timestamp_resolution()
 
     def cell_uuid(self, compute):
         return standalone_cell_uuid()

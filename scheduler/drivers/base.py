@@ -1,6 +1,8 @@
 """The driver contract shared by the filter and chance schedulers.
 
-A driver owns a HostManager and answers ``select_destinations`` with one
+A driver owns a HostManager (the host view), a Pipeline (filters and
+weighers, ``scheduler.engine.pipeline``) and a Reservation (claims,
+``scheduler.engine.reservation``), and answers ``select_destinations`` with one
 list of ``Selection`` objects per instance (the chosen host first, then
 alternates), or raises NoValidHost.  It follows Nova's driver API of
 Queens, without Placement.
@@ -11,6 +13,8 @@ import random
 from scheduler import host_manager
 from scheduler import servicegroup
 from scheduler.conf import CONF
+from scheduler.engine import pipeline
+from scheduler.engine import reservation
 
 
 class Scheduler:
@@ -20,6 +24,9 @@ class Scheduler:
         self.host_manager = host_manager.HostManager(context)
         self.notifier = notifier
         self.random = random.Random(CONF.scheduler.random_seed)
+        # Loading the plug-ins checks their names at start (any driver).
+        self.pipeline = pipeline.Pipeline(self.host_manager, self.random)
+        self.reservation = reservation.SqlReservation()
 
     def run_periodic_tasks(self, context):
         """Hook run every ``[scheduler] periodic_task_interval`` seconds."""

@@ -9,10 +9,22 @@ its fastest exact form: ``host_mask``, else ``memo_key``, else
 ``filter_all`` (docs/fast-forms.rst).
 """
 
+import typing
+from collections.abc import Hashable
+from collections.abc import Iterable
+from collections.abc import Iterator
+
+import numpy as np
+import numpy.typing as npt
 from oslo_log import log as logging
 
 from scheduler import exception
 from scheduler import loadables
+
+if typing.TYPE_CHECKING:
+    from scheduler.host_state import HostState
+    from scheduler.host_table import HostTable
+    from scheduler.objects.request_spec import RequestSpec
 
 LOG = logging.getLogger(__name__)
 
@@ -23,56 +35,62 @@ class BaseHostFilter:
     """Base class for host filters."""
 
     # Run only for the first instance of a multi-instance request.
-    run_filter_once_per_request = False
+    run_filter_once_per_request: typing.ClassVar[bool] = False
     # Run on a rebuild with a new image (``_nova_check_type`` hint).
-    RUN_ON_REBUILD = False
+    RUN_ON_REBUILD: typing.ClassVar[bool] = False
 
-    def host_passes(self, host_state, spec_obj):
+    def host_passes(self, host_state: 'HostState',
+                    spec_obj: 'RequestSpec') -> bool:
         """Return True when ``host_state`` can take ``spec_obj``."""
         raise NotImplementedError()
 
-    def run_filter_for_index(self, index):
+    def run_filter_for_index(self, index: int) -> bool:
         """Whether to run for instance ``index`` (0-based) of a request."""
         return not (self.run_filter_once_per_request and index > 0)
 
-    def _filter_one(self, host_state, spec_obj):
+    def _filter_one(self, host_state: 'HostState',
+                    spec_obj: 'RequestSpec') -> bool:
         if not self.RUN_ON_REBUILD and _is_rebuild(spec_obj):
             return True
         return self.host_passes(host_state, spec_obj)
 
-    def filter_all(self, host_states, spec_obj):
+    def filter_all(self, host_states: Iterable['HostState'],
+                   spec_obj: 'RequestSpec') -> Iterator['HostState']:
         """Yield the hosts that pass this filter."""
         for host_state in host_states:
             if self._filter_one(host_state, spec_obj):
                 yield host_state
 
-    def host_mask(self, table, rows, spec_obj):
+    def host_mask(self, table: 'HostTable', rows: npt.NDArray[np.intp],
+                  spec_obj: 'RequestSpec') -> npt.NDArray[np.bool_] | None:
         """Vectorised ``host_passes``: a bool array, one per row of
         ``rows`` (an intp array into ``table``), or None when this filter
         has no vectorised form (the default)."""
         return None
 
-    def memo_key(self, spec_obj):
+    def memo_key(self, spec_obj: 'RequestSpec') -> Hashable | None:
         """A hashable key capturing all of ``spec_obj`` that
         ``host_passes`` reads, so its results can be cached per host; None
         (the default) when there is none or ``host_passes`` has side
         effects."""
         return None
 
-    def memo_scope(self, spec_obj):
+    def memo_scope(self, spec_obj: 'RequestSpec'
+                   ) -> str | tuple[str, ...] | None:
         """What of the host ``host_passes`` reads for this request, when
-        ``memo_key`` gives a key: ``host_table.AGGREGATE_METADATA`` (the
+        ``memo_key`` gives a key: ``aggregates.AGGREGATE_METADATA`` (the
         metadata of its aggregates), a tuple of public data attribute
         names, or None (the default: anything but the service)."""
         return None
 
-    def apply_limits(self, host_state, spec_obj):
+    def apply_limits(self, host_state: 'HostState',
+                     spec_obj: 'RequestSpec') -> None:
         """Write into ``host_state.limits`` what ``host_passes`` writes
         for a passing host (nothing by default).  Called for the hosts the
         driver returns when the filter ran as ``host_mask``."""
 
 
-def _is_rebuild(spec_obj):
+def _is_rebuild(spec_obj: 'RequestSpec') -> bool:
     check_type = spec_obj.get_scheduler_hint('_nova_check_type')
     return check_type == 'rebuild'
 
@@ -80,7 +98,10 @@ def _is_rebuild(spec_obj):
 class HostFilterHandler:
     """Runs a list of filter instances over hosts (Nova's handler)."""
 
-    def get_filtered_objects(self, filters, hosts, spec_obj, index=0):
+    def get_filtered_objects(self, filters: typing.Sequence[BaseHostFilter],
+                             hosts: Iterable['HostState'],
+                             spec_obj: 'RequestSpec',
+                             index: int = 0) -> list['HostState']:
         """Return the list of hosts that pass every filter.
 
         ``filters`` are instances, applied in order; ``index`` is the
@@ -104,7 +125,11 @@ class HostFilterHandler:
         return hosts
 
 
-    def get_filtered_rows(self, filters, table, rows, spec_obj, index=0):
+    def get_filtered_rows(self, filters: typing.Sequence[BaseHostFilter],
+                          table: 'HostTable', rows: npt.NDArray[np.intp],
+                          spec_obj: 'RequestSpec', index: int = 0
+                          ) -> tuple[npt.NDArray[np.intp],
+                                     list[BaseHostFilter]]:
         """``get_filtered_objects`` over a HostTable.
 
         ``rows``: intp array of candidate rows, in order.  Returns
@@ -113,7 +138,7 @@ class HostFilterHandler:
         calls for the hosts it returns).
         """
         history = []
-        ran = []
+        ran: list[BaseHostFilter] = []
         rebuild = _is_rebuild(spec_obj)
         for host_filter in filters:
             if not host_filter.run_filter_for_index(index):
@@ -128,7 +153,9 @@ class HostFilterHandler:
                 break
         return rows, ran
 
-    def _filter_rows(self, host_filter, table, rows, spec_obj, ran):
+    def _filter_rows(self, host_filter: BaseHostFilter, table: 'HostTable',
+                     rows: npt.NDArray[np.intp], spec_obj: 'RequestSpec',
+                     ran: list[BaseHostFilter]) -> npt.NDArray[np.intp]:
         mask = None
         if loadables.fast_form_applies(host_filter, 'host_mask',
                                        _REFERENCE):
@@ -163,7 +190,8 @@ class HostFilterHandler:
 _REFERENCE = ('host_passes', 'filter_all', '_filter_one')
 
 
-def _log_no_hosts(spec_obj, history):
+def _log_no_hosts(spec_obj: 'RequestSpec',
+                  history: list[tuple[str, int, int]]) -> None:
     LOG.info('Filter %s returned 0 hosts', history[-1][0])
     LOG.info("Filtering removed all hosts for the request with "
              "instance ID '%s'. Filter results: %s",
@@ -171,13 +199,15 @@ def _log_no_hosts(spec_obj, history):
              ['%s: (start: %d, end: %d)' % h for h in history])
 
 
-def all_filters():
+def all_filters() -> list[type[BaseHostFilter]]:
     """Every filter class registered in the ``scheduler.filters``
     namespace (the default of ``available_filters``)."""
     return list(loadables.entry_point_classes(NAMESPACE).values())
 
 
-def load_filters(available_filters, enabled_filters):
+def load_filters(available_filters: Iterable[str],
+                 enabled_filters: typing.Sequence[str]
+                 ) -> list[BaseHostFilter]:
     """Instantiate the enabled filters, once each, in configured order.
 
     ``available_filters``: names or dotted paths (classes or functions

@@ -122,7 +122,7 @@ class _GroupAntiAffinityFilter(filters.BaseHostFilter):
       in this request).
     """
 
-    policy_name = None
+    policy_name: str | None = None
 
     def host_passes(self, host_state, spec_obj):
         group = spec_obj.get('instance_group')
@@ -199,7 +199,7 @@ class _GroupAffinityFilter(filters.BaseHostFilter):
     one of ``group.hosts``.  There is no move exception here (Nova).
     """
 
-    policy_name = None
+    policy_name: str | None = None
 
     def host_passes(self, host_state, spec_obj):
         group = spec_obj.get('instance_group')

@@ -13,10 +13,10 @@ not a finite, non-negative number (``nan``, ``inf``, ``-1``) counts as
 malformed, so a limit is always a finite number.
 """
 
-from scheduler.filters import utils
 from scheduler.filters.core_filter import BaseCoreFilter
 from scheduler.filters.disk_filter import BaseDiskFilter
 from scheduler.filters.ram_filter import BaseRamFilter
+from scheduler.resources import ratios
 
 
 class AggregateRamFilter(BaseRamFilter):
@@ -26,7 +26,7 @@ class AggregateRamFilter(BaseRamFilter):
     ratio_ignores_request = True
 
     def _get_ram_allocation_ratio(self, host_state, spec_obj):
-        return utils.aggregate_allocation_ratio(
+        return ratios.aggregate_allocation_ratio(
             host_state, 'ram_allocation_ratio')
 
 
@@ -37,7 +37,7 @@ class AggregateCoreFilter(BaseCoreFilter):
     ratio_ignores_request = True
 
     def _get_cpu_allocation_ratio(self, host_state, spec_obj):
-        return utils.aggregate_allocation_ratio(
+        return ratios.aggregate_allocation_ratio(
             host_state, 'cpu_allocation_ratio')
 
 
@@ -49,5 +49,5 @@ class AggregateDiskFilter(BaseDiskFilter):
     ratio_ignores_request = True
 
     def _get_disk_allocation_ratio(self, host_state, spec_obj):
-        return utils.aggregate_allocation_ratio(
+        return ratios.aggregate_allocation_ratio(
             host_state, 'disk_allocation_ratio')

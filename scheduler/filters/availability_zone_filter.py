@@ -8,10 +8,9 @@ commas); a host in no zone aggregate is in the default zone.
 import numpy as np
 from oslo_log import log as logging
 
+from scheduler import aggregates
 from scheduler import filters
-from scheduler import host_table
 from scheduler.conf import CONF
-from scheduler.filters import utils
 
 LOG = logging.getLogger(__name__)
 
@@ -55,12 +54,12 @@ class AvailabilityZoneFilter(filters.BaseHostFilter):
 
     def memo_scope(self, spec_obj):
         # A host's zones come from its aggregates' metadata only.
-        return host_table.AGGREGATE_METADATA
+        return aggregates.AGGREGATE_METADATA
 
     @staticmethod
     def _host_zones(host_state):
         """The host's zones: its aggregates', else the default zone."""
-        metadata = utils.aggregate_metadata_get_by_host(host_state,
+        metadata = aggregates.aggregate_metadata_get_by_host(host_state,
                                                         key=AZ_KEY)
         if AZ_KEY in metadata:
             return metadata[AZ_KEY]

@@ -11,8 +11,8 @@ it cannot be enabled, disabled or ordered by configuration.
 """
 
 from scheduler import filters
-from scheduler.filters import utils
 from scheduler.resources import capacity
+from scheduler.resources import ratios
 
 
 class ClaimCapacityFilter(filters.BaseHostFilter):
@@ -25,7 +25,7 @@ class ClaimCapacityFilter(filters.BaseHostFilter):
     RUN_ON_REBUILD = False
 
     def host_passes(self, host_state, spec_obj):
-        return capacity.claim_fits(utils.claimed_reader(host_state),
+        return capacity.claim_fits(ratios.claimed_reader(host_state),
                                    capacity.claim_amounts(spec_obj))
 
     def host_mask(self, table, rows, spec_obj):

@@ -1,21 +1,26 @@
 """Disk filters: keep hosts with enough free local disk after overcommit.
 
-Follows Nova's DiskFilter.  Swap counts here although
-``HostState.consume_from_request`` does not subtract it: Nova's DiskFilter
-asks for root + ephemeral + swap, its HostState consumes root + ephemeral.
-An aggregate variant only has to override ``_get_disk_allocation_ratio``
-(see ``utils.aggregate_allocation_ratio``).
+Follows Nova's DiskFilter, with the capacity rule of
+``scheduler.resources.capacity`` (``capacity.DISK_MB``), shared with the
+RAM and vCPU filters (``overcommit.OvercommitFilter``).  Swap counts here
+although ``HostState.consume_from_request`` does not subtract it: Nova's
+DiskFilter asks for root + ephemeral + swap, its HostState consumes
+root + ephemeral.  An aggregate variant only has to override
+``_get_disk_allocation_ratio`` (see ``ratios.aggregate_allocation_ratio``).
 """
 
-from oslo_log import log as logging
+import typing
 
-from scheduler import filters
-from scheduler.filters import utils
+from scheduler.filters import overcommit
+from scheduler.resources import capacity
+from scheduler.resources import ratios
 
-LOG = logging.getLogger(__name__)
+if typing.TYPE_CHECKING:
+    from scheduler.host_state import HostState
+    from scheduler.objects.request_spec import RequestSpec
 
 
-class BaseDiskFilter(filters.BaseHostFilter):
+class BaseDiskFilter(overcommit.OvercommitFilter):
     """Free disk after overcommit covers root + ephemeral + swap.
 
     In MiB: ``requested = 1024 * (root_gb + ephemeral_gb) + swap``,
@@ -28,45 +33,12 @@ class BaseDiskFilter(filters.BaseHostFilter):
        possibly fractional, as Nova).
     """
 
-    RUN_ON_REBUILD = False
+    measure = capacity.DISK_MB
 
-    def _get_disk_allocation_ratio(self, host_state, spec_obj):
+    def _get_disk_allocation_ratio(self, host_state: 'HostState',
+                                   spec_obj: 'RequestSpec') -> float:
         """The disk allocation ratio that applies to ``host_state``."""
         raise NotImplementedError()
-
-    def host_passes(self, host_state, spec_obj):
-        requested = spec_obj.requested_resources_disk_mb
-        total = host_state.total_usable_disk_gb * 1024
-        if total < requested:
-            LOG.debug('%(host_state)s does not have %(requested)d MB of '
-                      'usable disk in total (%(total)d MB)',
-                      {'host_state': host_state, 'requested': requested,
-                       'total': total})
-            return False
-        ratio = self._get_disk_allocation_ratio(host_state, spec_obj)
-        limit = total * ratio
-        usable = limit - (total - host_state.free_disk_mb)
-        if usable < requested:
-            LOG.debug('%(host_state)s does not have %(requested)d MB usable '
-                      'disk, it only has %(usable)s MB usable disk',
-                      {'host_state': host_state, 'requested': requested,
-                       'usable': usable})
-            return False
-        host_state.limits['disk_gb'] = limit / 1024
-        return True
-
-    def host_mask(self, table, rows, spec_obj):
-        requested = spec_obj.requested_resources_disk_mb
-        total = table.columns['total_usable_disk_gb'][rows] * 1024
-        limit = total * utils.allocation_ratio_rows(
-            self, table, rows, spec_obj, 'disk_allocation_ratio')
-        usable = limit - (total - table.columns['free_disk_mb'][rows])
-        return (total >= requested) & (usable >= requested)
-
-    def apply_limits(self, host_state, spec_obj):
-        ratio = self._get_disk_allocation_ratio(host_state, spec_obj)
-        host_state.limits['disk_gb'] = (
-            host_state.total_usable_disk_gb * 1024 * ratio / 1024)
 
 
 class DiskFilter(BaseDiskFilter):
@@ -79,6 +51,6 @@ class DiskFilter(BaseDiskFilter):
 
     uses_host_ratio = True
 
-    def _get_disk_allocation_ratio(self, host_state, spec_obj):
-        return utils.host_allocation_ratio(host_state,
-                                           'disk_allocation_ratio')
+    def _get_disk_allocation_ratio(self, host_state: 'HostState',
+                                   spec_obj: 'RequestSpec') -> float:
+        return ratios.host_allocation_ratio(host_state, ratios.DISK)

@@ -7,32 +7,40 @@ limit handed to the compute claim is the node's total, so the claim of a
 second instance on the same node fails.
 """
 
+import functools
+import typing
+
 from oslo_log import log as logging
 
 from scheduler.filters import BaseHostFilter
+from scheduler.resources import capacity
 
 LOG = logging.getLogger(__name__)
 
 
 class _BaseExactFilter(BaseHostFilter):
     """Pass when the requested amount equals the host's free amount; on
-    pass set ``limits[limit_key]`` to the host's total."""
+    pass set ``limits[limit_key]`` to the host's total.  The amounts are
+    those of the class's ``capacity.Measure`` (as the RAM, vCPU and disk
+    filters read them), without overcommit."""
 
-    # Key of ``host_state.limits`` written on pass, and what is compared
-    # (for the log message).
-    limit_key = None
-    resource = None
+    # The measured resource; the key of ``host_state.limits`` written on
+    # pass; what is compared (for the log message).
+    measure: typing.ClassVar[capacity.Measure]
+    limit_key: typing.ClassVar[str | None] = None
+    resource: typing.ClassVar[str | None] = None
 
-    def _requested(self, spec_obj):
-        raise NotImplementedError()
+    def _requested(self, spec_obj: typing.Any) -> typing.Any:
+        return getattr(spec_obj, self.measure.request)
 
-    def _free(self, host_state):
-        raise NotImplementedError()
+    def _free(self, host_state: typing.Any) -> typing.Any:
+        return self.measure.unused(functools.partial(getattr, host_state))
 
-    def _total(self, host_state):
-        raise NotImplementedError()
+    def _total(self, host_state: typing.Any) -> typing.Any:
+        return getattr(host_state, self.measure.size)
 
-    def host_passes(self, host_state, spec_obj):
+    def host_passes(self, host_state: typing.Any,
+                    spec_obj: typing.Any) -> bool:
         requested = self._requested(spec_obj)
         free = self._free(host_state)
         if requested != free:
@@ -50,17 +58,9 @@ class ExactRamFilter(_BaseExactFilter):
     ``free_ram_mb`` (MiB); sets ``limits['memory_mb']`` to
     ``total_usable_ram_mb``."""
 
-    limit_key = 'memory_mb'
+    measure = capacity.MEMORY_MB
+    limit_key = capacity.MEMORY_MB.limit_key
     resource = 'MB of usable RAM'
-
-    def _requested(self, spec_obj):
-        return spec_obj.memory_mb
-
-    def _free(self, host_state):
-        return host_state.free_ram_mb
-
-    def _total(self, host_state):
-        return host_state.total_usable_ram_mb
 
 
 class ExactCoreFilter(_BaseExactFilter):
@@ -69,19 +69,12 @@ class ExactCoreFilter(_BaseExactFilter):
     ``vcpus_total``.  A host that reports no vCPUs (0 or None) fails,
     unlike CoreFilter's fail-safe pass."""
 
-    limit_key = 'vcpu'
+    measure = capacity.VCPUS
+    limit_key = capacity.VCPUS.limit_key
     resource = 'usable vCPUs'
 
-    def _requested(self, spec_obj):
-        return spec_obj.vcpus
-
-    def _free(self, host_state):
-        return host_state.vcpus_total - host_state.vcpus_used
-
-    def _total(self, host_state):
-        return host_state.vcpus_total
-
-    def host_passes(self, host_state, spec_obj):
+    def host_passes(self, host_state: typing.Any,
+                    spec_obj: typing.Any) -> bool:
         if not host_state.vcpus_total:
             LOG.debug('%s reports no vCPUs', host_state)
             return False
@@ -93,14 +86,6 @@ class ExactDiskFilter(_BaseExactFilter):
     ephemeral_gb) + swap``) equals the host's ``free_disk_mb``; sets
     ``limits['disk_gb']`` to ``total_usable_disk_gb`` (GiB)."""
 
-    limit_key = 'disk_gb'
+    measure = capacity.DISK_MB
+    limit_key = capacity.DISK_MB.limit_key
     resource = 'MB of usable disk'
-
-    def _requested(self, spec_obj):
-        return spec_obj.requested_resources_disk_mb
-
-    def _free(self, host_state):
-        return host_state.free_disk_mb
-
-    def _total(self, host_state):
-        return host_state.total_usable_disk_gb

@@ -46,9 +46,10 @@ from oslo_log import log as logging
 
 from scheduler import filters
 from scheduler import numa
+from scheduler import numa_topology
 from scheduler import pci
-from scheduler.filters import utils
 from scheduler.objects import numa as numa_obj
+from scheduler.resources import ratios
 
 LOG = logging.getLogger(__name__)
 
@@ -153,8 +154,9 @@ class NUMATopologyFilter(filters.BaseHostFilter):
             return False
         requested = spec_obj.obj_get('numa_topology')
         try:
-            host_topology = numa.parse_host_topology(host_state.numa_topology)
-        except numa.InvalidNUMATopology as exc:
+            host_topology = numa_topology.parse_host_topology(
+                host_state.numa_topology)
+        except numa_topology.InvalidNUMATopology as exc:
             LOG.warning('%(host_state)s: unreadable NUMA topology: '
                         '%(error)s', {'host_state': host_state,
                                       'error': exc})
@@ -177,9 +179,9 @@ class NUMATopologyFilter(filters.BaseHostFilter):
             return False
 
         limits = numa_obj.NUMATopologyLimits(
-            cpu_allocation_ratio=utils.host_allocation_ratio(
+            cpu_allocation_ratio=ratios.host_allocation_ratio(
                 host_state, 'cpu_allocation_ratio'),
-            ram_allocation_ratio=utils.host_allocation_ratio(
+            ram_allocation_ratio=ratios.host_allocation_ratio(
                 host_state, 'ram_allocation_ratio'))
         requested = _with_policies(requested, cpu_policy, thread_policy)
         try:

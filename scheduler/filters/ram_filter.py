@@ -2,19 +2,25 @@
 
 Follows Nova's BaseRamFilter / RamFilter.  The arithmetic
 is Nova's, in MiB, so that the limit a compute node receives is the one
-Nova would have sent.  An aggregate variant only has to override
-``_get_ram_allocation_ratio`` (see ``utils.aggregate_allocation_ratio``).
+Nova would have sent; the rule is ``scheduler.resources.capacity``'s
+(``host_check`` / ``filter_fits`` with ``capacity.MEMORY_MB``), shared
+with the vCPU and disk filters (``overcommit.OvercommitFilter``).  An
+aggregate variant only has to override ``_get_ram_allocation_ratio``
+(see ``ratios.aggregate_allocation_ratio``).
 """
 
-from oslo_log import log as logging
+import typing
 
-from scheduler import filters
-from scheduler.filters import utils
+from scheduler.filters import overcommit
+from scheduler.resources import capacity
+from scheduler.resources import ratios
 
-LOG = logging.getLogger(__name__)
+if typing.TYPE_CHECKING:
+    from scheduler.host_state import HostState
+    from scheduler.objects.request_spec import RequestSpec
 
 
-class BaseRamFilter(filters.BaseHostFilter):
+class BaseRamFilter(overcommit.OvercommitFilter):
     """Free RAM after overcommit covers the flavor's ``memory_mb``.
 
     With ``total = total_usable_ram_mb``, ``ratio`` the allocation ratio
@@ -28,45 +34,12 @@ class BaseRamFilter(filters.BaseHostFilter):
        compute node's claim.
     """
 
-    RUN_ON_REBUILD = False
+    measure = capacity.MEMORY_MB
 
-    def _get_ram_allocation_ratio(self, host_state, spec_obj):
+    def _get_ram_allocation_ratio(self, host_state: 'HostState',
+                                  spec_obj: 'RequestSpec') -> float:
         """The RAM allocation ratio that applies to ``host_state``."""
         raise NotImplementedError()
-
-    def host_passes(self, host_state, spec_obj):
-        requested = spec_obj.memory_mb
-        total = host_state.total_usable_ram_mb
-        if total < requested:
-            LOG.debug('%(host_state)s does not have %(requested)d MB of '
-                      'usable RAM in total (%(total)d MB)',
-                      {'host_state': host_state, 'requested': requested,
-                       'total': total})
-            return False
-        ratio = self._get_ram_allocation_ratio(host_state, spec_obj)
-        limit = total * ratio
-        usable = limit - (total - host_state.free_ram_mb)
-        if usable < requested:
-            LOG.debug('%(host_state)s does not have %(requested)d MB usable '
-                      'RAM, it only has %(usable)s MB usable RAM',
-                      {'host_state': host_state, 'requested': requested,
-                       'usable': usable})
-            return False
-        host_state.limits['memory_mb'] = limit
-        return True
-
-    def host_mask(self, table, rows, spec_obj):
-        requested = spec_obj.memory_mb
-        total = table.columns['total_usable_ram_mb'][rows]
-        limit = total * utils.allocation_ratio_rows(
-            self, table, rows, spec_obj, 'ram_allocation_ratio')
-        usable = limit - (total - table.columns['free_ram_mb'][rows])
-        return (total >= requested) & (usable >= requested)
-
-    def apply_limits(self, host_state, spec_obj):
-        ratio = self._get_ram_allocation_ratio(host_state, spec_obj)
-        host_state.limits['memory_mb'] = (
-            host_state.total_usable_ram_mb * ratio)
 
 
 class RamFilter(BaseRamFilter):
@@ -78,6 +51,6 @@ class RamFilter(BaseRamFilter):
 
     uses_host_ratio = True
 
-    def _get_ram_allocation_ratio(self, host_state, spec_obj):
-        return utils.host_allocation_ratio(host_state,
-                                           'ram_allocation_ratio')
+    def _get_ram_allocation_ratio(self, host_state: 'HostState',
+                                  spec_obj: 'RequestSpec') -> float:
+        return ratios.host_allocation_ratio(host_state, ratios.RAM)

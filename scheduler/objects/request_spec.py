@@ -15,9 +15,9 @@ It arrives as a primitive (RPC 4.3+) or is built from the legacy
 ``placement_only_requests`` lists what only Placement could honour.
 """
 
-import re
+import typing
+from typing import Any
 
-from oslo_utils import strutils
 from oslo_versionedobjects import fields
 
 from scheduler import exception
@@ -30,6 +30,7 @@ from scheduler.objects import network  # noqa: F401 (registers objects)
 from scheduler.objects import numa
 from scheduler.objects import pci
 from scheduler.objects import request_group  # noqa: F401 (registers)
+from scheduler.objects import request_spec_placement
 
 # Nova's database integers are 32-bit: nothing larger can be a real size.
 MAX_INT = 2 ** 31 - 1
@@ -71,8 +72,12 @@ class SchedulerRetries(base.SchedulerObject):
         'hosts': fields.ObjectField('ComputeNodeList'),
     }
 
+    if typing.TYPE_CHECKING:  # the fields read here, for mypy
+        num_attempts: int
+        hosts: Any
+
     @classmethod
-    def from_dict(cls, retry):
+    def from_dict(cls, retry: dict | None) -> 'SchedulerRetries | None':
         """Build from the legacy ``{'num_attempts', 'hosts': [[h, n]]}``.
 
         Returns None when ``hosts`` is missing: Nova's check,
@@ -86,12 +91,12 @@ class SchedulerRetries(base.SchedulerObject):
         return cls(num_attempts=int(retry.get('num_attempts', 0)),
                    hosts=compute_node.ComputeNodeList(objects=nodes))
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {'num_attempts': self.num_attempts,
                 'hosts': [[n.host, n.hypervisor_hostname]
                           for n in self.hosts.objects]}
 
-    def host_node_pairs(self):
+    def host_node_pairs(self) -> set[tuple[str, str]]:
         """The ``(host, node)`` pairs already tried."""
         if not self.obj_attr_is_set('hosts') or self.hosts is None:
             return set()
@@ -117,14 +122,14 @@ class SchedulerLimits(base.SchedulerObject):
     }
 
     @classmethod
-    def from_dict(cls, limits_dict):
+    def from_dict(cls, limits_dict: dict | None) -> 'SchedulerLimits':
         limits = cls()
         for key in ('numa_topology', 'vcpu', 'disk_gb', 'memory_mb'):
             value = (limits_dict or {}).get(key)
             setattr(limits, key, None if value is None else value)
         return limits
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """The limits that are set, as Nova's ``to_dict`` (None left out)."""
         return {key: getattr(self, key) for key in self.fields
                 if self.obj_attr_is_set(key) and getattr(self, key)
@@ -183,33 +188,48 @@ class RequestSpec(base.SchedulerObject):
                     'request_level_params': (1, 13),
                     'requested_networks': (1, 14)}
 
+    if typing.TYPE_CHECKING:  # the fields read here, for mypy
+        flavor: Any
+        image: Any
+        instance_uuid: str
+        numa_topology: Any
+        pci_requests: Any
+        project_id: str | None
+        user_id: str | None
+        availability_zone: str | None
+        retry: Any
+        limits: Any
+        instance_group: Any
+        scheduler_hints: dict[str, list[str]] | None
+        requested_destination: Any
+
     # Nova's forwarding properties: the request's sizes are the flavor's.
     @property
-    def vcpus(self):
+    def vcpus(self) -> int:
         return self.flavor.vcpus
 
     @property
-    def memory_mb(self):
+    def memory_mb(self) -> int:
         return self.flavor.memory_mb
 
     @property
-    def root_gb(self):
+    def root_gb(self) -> int:
         return self.flavor.root_gb
 
     @property
-    def ephemeral_gb(self):
+    def ephemeral_gb(self) -> int:
         return self.flavor.ephemeral_gb
 
     @property
-    def swap(self):
+    def swap(self) -> int:
         return self.flavor.swap
 
-    def get(self, name, default=None):
+    def get(self, name: str, default: Any = None) -> Any:
         """The field's value, or ``default`` when unset or None."""
         value = self.obj_get(name)
         return default if value is None else value
 
-    def get_scheduler_hint(self, hint_name, default=None):
+    def get_scheduler_hint(self, hint_name: str, default: Any = None) -> Any:
         """A hint's value; one-element lists are unwrapped (Nova rule)."""
         hints = self.get('scheduler_hints', {})
         value = hints.get(hint_name)
@@ -220,19 +240,19 @@ class RequestSpec(base.SchedulerObject):
         return value
 
     @property
-    def requested_resources_disk_mb(self):
+    def requested_resources_disk_mb(self) -> int:
         """Local disk the request needs in MiB: local root (none for a
         boot from volume, ``local_root_gb``) + ephemeral (GiB) + swap."""
         return 1024 * (self.local_root_gb + self.ephemeral_gb) + self.swap
 
     @property
-    def boot_from_volume(self):
+    def boot_from_volume(self) -> bool:
         """Whether the root disk is a volume (``is_bfv``, RequestSpec
         1.11, Rocky); False when the caller did not say (older Nova)."""
         return bool(self.obj_get('is_bfv', False))
 
     @property
-    def local_root_gb(self):
+    def local_root_gb(self) -> int:
         """The root disk in GiB that takes local disk on the host: 0 when
         it is a volume (``is_bfv``), else ``flavor.root_gb``.  Nova counts
         no root disk for a boot-from-volume request since Rocky (its
@@ -240,13 +260,13 @@ class RequestSpec(base.SchedulerObject):
         return 0 if self.boot_from_volume else self.flavor.root_gb
 
     @property
-    def local_disk_gb(self):
+    def local_disk_gb(self) -> int:
         """Local disk in GiB, as Nova asks Placement for DISK_GB:
         ``local_root_gb + ephemeral_gb`` + swap (MiB) rounded up to GiB."""
         return (self.local_root_gb + self.ephemeral_gb +
                 -(-self.swap // MIB_PER_GIB))
 
-    def placement_only_requests(self):
+    def placement_only_requests(self) -> list[str]:
         """What the request asks that only Placement can check, as
         readable strings (empty list when nothing).
 
@@ -260,68 +280,13 @@ class RequestSpec(base.SchedulerObject):
         ``same_subtree`` (``request_level_params``), and the features of
         ``_PLACEMENT_FEATURES`` (memory encryption, persistent memory,
         vTPM, secure boot, physical address mode, stateless firmware,
-        socket PCI NUMA affinity).
+        socket PCI NUMA affinity; rules in ``request_spec_placement``).
         """
-        asked = list(self._extra_spec_placement_requests())
-        asked += ['image trait %s required' % trait
-                  for trait in self._image_props().get('traits_required')
-                  or ()]
-        for group in self.get('requested_resources', []):
-            asked += group.needs()
-        params = self.obj_get('request_level_params')
-        if params is not None:
-            asked += params.needs()
-        asked += [what for what, wanted in self._placement_features()
-                  if wanted]
-        return asked
-
-    def _extra_specs(self):
-        flavor = self.obj_get('flavor')
-        return (flavor.obj_get('extra_specs') if flavor is not None
-                else None) or {}
-
-    def _extra_spec_placement_requests(self):
-        for key, value in sorted(self._extra_specs().items()):
-            match = _PLACEMENT_KEY.match(key)
-            if match is None:
-                continue
-            prefix, suffix, name = match.groups()
-            if prefix == 'trait' and value in ('required', 'forbidden'):
-                yield '%s=%s' % (key, value)
-            elif prefix == 'resources' and self._resource_needs_placement(
-                    suffix, name, value):
-                yield '%s=%s' % (key, value)
-
-    def _resource_needs_placement(self, suffix, name, value):
-        """Whether ``resources<suffix>:<name>=<value>`` asks Placement for
-        something: a positive amount of a valid class name, unless it is
-        a VCPU / MEMORY_MB / DISK_GB override of the unsuffixed group no
-        larger than what the flavor asks (Nova ignores bad names and
-        amounts with a warning)."""
-        amount = _amount(value)
-        if not amount or not _RESOURCE_CLASS.match(name):
-            return False
-        standard = {'VCPU': self.vcpus, 'MEMORY_MB': self.memory_mb,
-                    'DISK_GB': self.local_disk_gb}
-        return suffix is not None or amount > standard.get(name, -1)
-
-    def _image_props(self):
-        image = self.obj_get('image')
-        props = image.obj_get('properties') if image is not None else None
-        return props.set_properties() if props is not None else {}
-
-    def _placement_features(self):
-        """``(what, wanted)`` for each entry of _PLACEMENT_FEATURES."""
-        extra_specs = self._extra_specs()
-        props = self._image_props()
-        for spec_key, prop_key, test, what in _PLACEMENT_FEATURES:
-            values = [extra_specs.get(spec_key), props.get(prop_key)]
-            yield what, any(test(value, props) for value in values
-                            if value is not None)
+        return request_spec_placement.placement_only_requests(self)
 
     # -- validation -------------------------------------------------------
 
-    def validate(self):
+    def validate(self) -> None:
         """Check the spec can be scheduled; raise InvalidRequestSpec if not.
 
         A flavor is required and its sizes must be integers between 0 and
@@ -343,7 +308,7 @@ class RequestSpec(base.SchedulerObject):
             _check_range('retry.num_attempts', retry.num_attempts, 0,
                          MAX_INT)
 
-    def ensure_defaults(self):
+    def ensure_defaults(self) -> 'RequestSpec':
         """Give every unset field its default (Nova's ``_from_objects``)."""
         for name in ('image', 'numa_topology', 'pci_requests', 'project_id',
                      'user_id', 'availability_zone', 'ignore_hosts',
@@ -358,7 +323,8 @@ class RequestSpec(base.SchedulerObject):
     # -- legacy (RPC 4.0) form -------------------------------------------
 
     @classmethod
-    def from_primitives(cls, context, request_spec, filter_properties):
+    def from_primitives(cls, context: Any, request_spec: Any,
+                        filter_properties: Any) -> 'RequestSpec':
         """Build a spec from the legacy dicts of RPC 4.0 to 4.2.
 
         ``request_spec``: ``num_instances``, ``image`` (dict),
@@ -377,75 +343,24 @@ class RequestSpec(base.SchedulerObject):
             raise exception.InvalidRequestSpec(
                 reason='filter_properties must be a dict')
         try:
-            return cls._from_legacy(request_spec, filter_properties)
+            return _spec_from_legacy(cls, request_spec, filter_properties)
         except (ValueError, TypeError, KeyError, AttributeError,
                 OverflowError) as exc:
             raise exception.InvalidRequestSpec(
                 reason='%s: %s' % (type(exc).__name__, exc)) from exc
 
-    @classmethod
-    def _from_legacy(cls, request_spec, filter_properties):
-        spec = cls()
-        spec.num_instances = request_spec.get('num_instances', 1)
-        image = request_spec.get('image')
-        spec.image = (image_meta.ImageMeta.from_dict(image)
-                      if image else None)
-        props = request_spec.get('instance_properties') or {}
-        if props.get('uuid'):
-            spec.instance_uuid = props['uuid']
-        spec.numa_topology = _object_or_none(
-            props.get('numa_topology'), numa.InstanceNUMATopology)
-        spec.pci_requests = _object_or_none(
-            props.get('pci_requests'), pci.InstancePCIRequests)
-        spec.project_id = props.get('project_id')
-        spec.user_id = props.get('user_id')
-        spec.availability_zone = props.get('availability_zone')
-        flavor = (request_spec.get('instance_type') or
-                  filter_properties.get('instance_type'))
-        if isinstance(flavor, dict):
-            flavor = _flavor_from_dict(flavor)
-        if flavor is not None:
-            spec.flavor = flavor
-        for key in ('ignore_hosts', 'force_hosts', 'force_nodes'):
-            setattr(spec, key, filter_properties.get(key))
-        spec.retry = SchedulerRetries.from_dict(
-            filter_properties.get('retry'))
-        spec.limits = SchedulerLimits.from_dict(
-            filter_properties.get('limits'))
-        spec.instance_group = _group_from_filter_properties(
-            filter_properties)
-        spec.requested_destination = _object_or_none(
-            filter_properties.get('requested_destination'), Destination)
-        hints = filter_properties.get('scheduler_hints') or {}
-        spec.scheduler_hints = {
-            key: value if isinstance(value, list) else [value]
-            for key, value in hints.items()}
-        return spec.ensure_defaults()
-
-    def to_legacy_request_spec_dict(self):
+    def to_legacy_request_spec_dict(self) -> dict[str, Any]:
         """The legacy ``request_spec`` dict (RPC 4.0, notifications)."""
         image = self.get('image')
         return {
             'num_instances': self.get('num_instances', 1),
             'image': base.obj_to_dict(image) if image is not None else {},
-            'instance_properties': self._legacy_instance_properties(),
+            'instance_properties': _legacy_instance_properties(self),
             'instance_type': (self.flavor.obj_to_primitive()
                               if self.obj_attr_is_set('flavor') else {}),
         }
 
-    def _legacy_instance_properties(self):
-        props = {'project_id': self.get('project_id'),
-                 'user_id': self.get('user_id'),
-                 'availability_zone': self.get('availability_zone'),
-                 'uuid': self.obj_get('instance_uuid'),
-                 'numa_topology': self.get('numa_topology'),
-                 'pci_requests': self.get('pci_requests')}
-        if self.obj_attr_is_set('flavor'):
-            for name in ('root_gb', 'ephemeral_gb', 'memory_mb', 'vcpus'):
-                props[name] = self.flavor.obj_get(name)
-        return props
-
-    def to_legacy_filter_properties_dict(self):
+    def to_legacy_filter_properties_dict(self) -> dict[str, Any]:
         """The legacy ``filter_properties`` dict (RPC 4.0)."""
         props = {}
         for key in ('ignore_hosts', 'force_hosts', 'force_nodes'):
@@ -472,64 +387,62 @@ class RequestSpec(base.SchedulerObject):
         return props
 
 
-# Flavor extra spec keys Nova reads as Placement requests (its pattern):
-# ``resources`` or ``trait``, an optional group suffix, ``:``, a name.
-_PLACEMENT_KEY = re.compile(r'^(resources|trait)([a-zA-Z0-9_-]{1,64})?:(.*)$')
-# Placement's resource class names: standard ones and CUSTOM_*.
-_RESOURCE_CLASS = re.compile(r'^[A-Z0-9_]+$')
+def _spec_from_legacy(cls: type[RequestSpec], request_spec: dict,
+                      filter_properties: dict) -> RequestSpec:
+    """A new ``cls`` from the legacy dicts (``from_primitives``)."""
+    spec = cls()
+    spec.num_instances = request_spec.get('num_instances', 1)
+    image = request_spec.get('image')
+    spec.image = (image_meta.ImageMeta.from_dict(image)
+                  if image else None)
+    props = request_spec.get('instance_properties') or {}
+    if props.get('uuid'):
+        spec.instance_uuid = props['uuid']
+    spec.numa_topology = _object_or_none(
+        props.get('numa_topology'), numa.InstanceNUMATopology)
+    spec.pci_requests = _object_or_none(
+        props.get('pci_requests'), pci.InstancePCIRequests)
+    spec.project_id = props.get('project_id')
+    spec.user_id = props.get('user_id')
+    spec.availability_zone = props.get('availability_zone')
+    flavor = (request_spec.get('instance_type') or
+              filter_properties.get('instance_type'))
+    if isinstance(flavor, dict):
+        flavor = _flavor_from_dict(flavor)
+    if flavor is not None:
+        spec.flavor = flavor
+    for key in ('ignore_hosts', 'force_hosts', 'force_nodes'):
+        setattr(spec, key, filter_properties.get(key))
+    spec.retry = SchedulerRetries.from_dict(
+        filter_properties.get('retry'))
+    spec.limits = SchedulerLimits.from_dict(
+        filter_properties.get('limits'))
+    spec.instance_group = _group_from_filter_properties(
+        filter_properties)
+    spec.requested_destination = _object_or_none(
+        filter_properties.get('requested_destination'), Destination)
+    hints = filter_properties.get('scheduler_hints') or {}
+    spec.scheduler_hints = {
+        key: value if isinstance(value, list) else [value]
+        for key, value in hints.items()}
+    return spec.ensure_defaults()
 
 
-def _amount(value):
-    """A resource amount: a positive integer, or 0 for what Nova ignores
-    (not an integer, negative)."""
-    try:
-        return max(int(value), 0)
-    except (TypeError, ValueError):
-        return 0
+def _legacy_instance_properties(spec: RequestSpec) -> dict[str, Any]:
+    """The ``instance_properties`` of the legacy ``request_spec``."""
+    props = {'project_id': spec.get('project_id'),
+             'user_id': spec.get('user_id'),
+             'availability_zone': spec.get('availability_zone'),
+             'uuid': spec.obj_get('instance_uuid'),
+             'numa_topology': spec.get('numa_topology'),
+             'pci_requests': spec.get('pci_requests')}
+    if spec.obj_attr_is_set('flavor'):
+        for name in ('root_gb', 'ephemeral_gb', 'memory_mb', 'vcpus'):
+            props[name] = spec.flavor.obj_get(name)
+    return props
 
 
-def _true(value, props):
-    return strutils.bool_from_string(value)
-
-
-def _set(value, props):
-    return value != ''
-
-
-def _equals(wanted):
-    def test(value, props):
-        return str(value).lower() == wanted
-    return test
-
-
-def _uefi_and_true(value, props):
-    """Nova ignores ``hw_firmware_stateless`` unless the firmware is
-    UEFI."""
-    return props.get('hw_firmware_type') == 'uefi' and _true(value, props)
-
-
-# Features Nova asks Placement for (a resource or a trait) and no filter
-# checks: (flavor extra spec, image property, test of a value, what).
-_PLACEMENT_FEATURES = (
-    ('hw:mem_encryption', 'hw_mem_encryption', _true,
-     'memory encryption (resource MEM_ENCRYPTION_CONTEXT)'),
-    ('hw:pmem', None, _set,
-     'persistent memory (resources PMEM_NAMESPACE_*)'),
-    ('hw:tpm_version', 'hw_tpm_version', _set,
-     'an emulated TPM (traits COMPUTE_SECURITY_TPM_*)'),
-    ('os:secure_boot', 'os_secure_boot', _equals('required'),
-     'UEFI secure boot (trait COMPUTE_SECURITY_UEFI_SECURE_BOOT)'),
-    ('hw:maxphysaddr_mode', 'hw_maxphysaddr_mode', _set,
-     'a physical address mode (traits COMPUTE_ADDRESS_SPACE_*)'),
-    (None, 'hw_firmware_stateless', _uefi_and_true,
-     'stateless firmware (trait COMPUTE_SECURITY_STATELESS_FIRMWARE)'),
-    ('hw:pci_numa_affinity_policy', 'hw_pci_numa_affinity_policy',
-     _equals('socket'),
-     'socket PCI NUMA affinity (trait COMPUTE_SOCKET_PCI_NUMA_AFFINITY)'),
-)
-
-
-def _check_range(name, value, low, high):
+def _check_range(name: str, value: Any, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise exception.InvalidRequestSpec(
             reason='%s must be an integer, not %r' % (name, value))
@@ -539,13 +452,13 @@ def _check_range(name, value, low, high):
                    % (name, low, high, value))
 
 
-def _object_or_none(value, cls):
+def _object_or_none(value: Any, cls: type) -> Any:
     """``value`` when it is a ``cls`` object (the RPC serializer already
     turned its primitive into one), else None."""
     return value if isinstance(value, cls) else None
 
 
-def _flavor_from_dict(values):
+def _flavor_from_dict(values: dict) -> flavor_obj.Flavor:
     """A Flavor from a legacy dict (ignoring keys that are not fields) or
     from a Flavor primitive still in its ``nova_object`` envelope."""
     if flavor_obj.Flavor._obj_primitive_key('name') in values:
@@ -557,7 +470,8 @@ def _flavor_from_dict(values):
     return flavor
 
 
-def _group_from_filter_properties(filter_properties):
+def _group_from_filter_properties(filter_properties: dict
+                                  ) -> group_obj.InstanceGroup | None:
     """The server group of a legacy request (Nova's conversion rules)."""
     group = filter_properties.get('instance_group')
     if isinstance(group, group_obj.InstanceGroup):

@@ -20,6 +20,7 @@ claims count, so the check of a candidate before ranking
 """
 
 import typing
+from collections.abc import Callable
 
 import numpy as np
 
@@ -54,31 +55,35 @@ CLAIMED = (
 )
 
 
-def free(total, used, ratio):
+def free(total: typing.Any, used: typing.Any,
+         ratio: typing.Any) -> typing.Any:
     """What is left to give: ``total * ratio - used`` (negative when
     overcommitted)."""
     return total * ratio - used
 
 
-def fits(total, used, ratio, requested):
+def fits(total: typing.Any, used: typing.Any, ratio: typing.Any,
+         requested: typing.Any) -> typing.Any:
     """Whether ``requested`` more fits (the rule of this module; no
     special case for a zero total)."""
     return (total >= requested) & (free(total, used, ratio) >= requested)
 
 
-def vcpus_fit(total, used, ratio, requested):
+def vcpus_fit(total: typing.Any, used: typing.Any, ratio: typing.Any,
+              requested: typing.Any) -> typing.Any:
     """``fits`` for vCPUs: a node reporting 0 vCPUs always passes."""
     return (total == 0) | fits(total, used, ratio, requested)
 
 
-def resource_fits(name, total, used, ratio, requested):
+def resource_fits(name: str, total: typing.Any, used: typing.Any,
+                  ratio: typing.Any, requested: typing.Any) -> typing.Any:
     """``fits`` for the claimed resource ``name`` (``vcpus_fit`` for
     ``'vcpus'``)."""
     check = vcpus_fit if name == 'vcpus' else fits
     return check(total, used, ratio, requested)
 
 
-def claim_amounts(spec_obj):
+def claim_amounts(spec_obj: typing.Any) -> Amounts:
     """The ``Amounts`` a claim takes for one instance of ``spec_obj``: the
     flavor's vCPUs and RAM, and its root plus ephemeral disk (swap is not
     local disk a claim counts; a boot-from-volume request's root disk is
@@ -88,14 +93,15 @@ def claim_amounts(spec_obj):
                    spec_obj.local_root_gb + flavor.ephemeral_gb)
 
 
-def claim_fits(get, amounts):
+def claim_fits(get: Callable[[str], typing.Any],
+               amounts: Amounts) -> typing.Any:
     """Whether ``amounts`` fit by every rule a claim enforces.
 
     ``get(attribute)`` reads a ``CLAIMED`` attribute: of one HostState
     (scalars, returns a bool) or of a HostTable's rows (arrays, returns
     a bool array).
     """
-    result = True
+    result: typing.Any = True
     for resource in CLAIMED:
         result = result & resource_fits(
             resource.name, get(resource.total), get(resource.used),
@@ -103,7 +109,8 @@ def claim_fits(get, amounts):
     return np.asarray(result) if np.ndim(result) else bool(result)
 
 
-def shortfalls(get, amounts):
+def shortfalls(get: Callable[[str], typing.Any], amounts: Amounts
+               ) -> list[tuple[str, typing.Any, int, typing.Any, typing.Any]]:
     """The claimed resources ``amounts`` do not fit in, each as
     ``(name, free, requested, total, ratio)``; empty when they fit.
     ``get`` reads scalars of one node (as for ``claim_fits``)."""
@@ -116,3 +123,145 @@ def shortfalls(get, amounts):
             found.append((resource.name, free(total, used, ratio),
                           requested, total, ratio))
     return found
+
+
+# Nova's RamFilter, CoreFilter and DiskFilter (and their Aggregate* and
+# Exact* variants, and the live-migration checks) measure a resource of a
+# host the same way; ``Measure`` says where its amounts are read.
+
+
+class Measure(typing.NamedTuple):
+    """How the filters measure one resource of a host.
+
+    ``size``: the HostState attribute (and HostTable column) of the
+    node's size, multiplied by ``scale`` into the request's unit (disk:
+    GiB to MiB); ``free`` or ``used``: the attribute of what is left (the
+    used amount is then ``total - free``) or of what is used; ``ratio``:
+    the allocation ratio's name; ``request``: the RequestSpec attribute
+    of the requested amount; ``limit_key``: the ``host_state.limits`` key
+    the compute node's claim reads (the limit is divided by ``scale``);
+    ``lenient``: Nova's CoreFilter rule (see ``filter_fits``).
+    """
+
+    name: str
+    size: str
+    scale: int
+    free: str | None
+    used: str | None
+    ratio: str
+    request: str
+    limit_key: str
+    lenient: bool = False
+
+    def total(self, get: Callable[[str], typing.Any]) -> typing.Any:
+        """The node's size in the request's unit (scalar or array)."""
+        value = get(self.size)
+        return value * self.scale if self.scale != 1 else value
+
+    def in_use(self, get: Callable[[str], typing.Any],
+               total: typing.Any) -> typing.Any:
+        """What is used of ``total`` (``total - free`` or ``used``)."""
+        if self.used is not None:
+            return get(self.used)
+        return total - get(typing.cast(str, self.free))
+
+    def unused(self, get: Callable[[str], typing.Any]) -> typing.Any:
+        """What is left without overcommit, in the attributes' own unit
+        (the exact filters' amount)."""
+        if self.free is not None:
+            return get(self.free)
+        return get(self.size) - get(typing.cast(str, self.used))
+
+    def node_limit(self, limit: typing.Any) -> typing.Any:
+        """``total * ratio`` in the unit of ``limits[limit_key]``."""
+        return limit / self.scale if self.scale != 1 else limit
+
+
+MEMORY_MB = Measure('memory_mb', 'total_usable_ram_mb', 1, 'free_ram_mb',
+                    None, 'ram_allocation_ratio', 'memory_mb', 'memory_mb')
+VCPUS = Measure('vcpus', 'vcpus_total', 1, None, 'vcpus_used',
+                'cpu_allocation_ratio', 'vcpus', 'vcpu', lenient=True)
+DISK_MB = Measure('disk_mb', 'total_usable_disk_gb', 1024, 'free_disk_mb',
+                  None, 'disk_allocation_ratio',
+                  'requested_resources_disk_mb', 'disk_gb')
+
+# Verdicts of ``host_check``.
+FITS = 'fits'
+UNREPORTED = 'unreported'   # lenient: the node reports no size
+TOO_BIG = 'too_big'         # larger than the node itself
+SHORT = 'short'             # not enough left under the ratio
+
+
+class Check(typing.NamedTuple):
+    """The verdict of ``host_check`` on one host: ``verdict`` (``FITS``
+    or why not), ``limit`` (``total * ratio``, None when not computed),
+    ``available`` (``limit - used``, None when not computed) and
+    ``node_limit``, the value to write in ``limits[limit_key]`` (None:
+    write nothing)."""
+
+    verdict: str
+    limit: typing.Any = None
+    available: typing.Any = None
+    node_limit: typing.Any = None
+
+    @property
+    def fits(self) -> bool:
+        return self.verdict in (FITS, UNREPORTED)
+
+
+def host_check(measure: Measure, total: typing.Any, used: typing.Any,
+               ratio_of: Callable[[], float],
+               requested: typing.Any) -> Check:
+    """The filters' rule on one host, in Nova's per-host steps.
+
+    The rule of this module (``fits``): the node is at least as large as
+    the request and ``total * ratio - used`` covers it.  A ``lenient``
+    measure (vCPUs, Nova's CoreFilter) differs: a node reporting no size
+    (0 or None) passes unchecked, the size check applies only when
+    ``total * ratio`` is positive, and that limit is written for the
+    compute node even when the host fails.  Otherwise the limit is
+    written when the host passes.  ``ratio_of`` is called only when the
+    size check leaves the answer open, as Nova asks for the ratio.
+    """
+    if measure.lenient:
+        if not total:
+            return Check(UNREPORTED)
+        limit = total * ratio_of()
+        written = limit if limit > 0 else None
+        if limit > 0 and requested > total:
+            return Check(TOO_BIG, limit, None, written)
+    else:
+        if total < requested:
+            return Check(TOO_BIG)
+        limit = total * ratio_of()
+        written = None
+    available = limit - used
+    if available < requested:
+        return Check(SHORT, limit, available, written)
+    if not measure.lenient:
+        written = measure.node_limit(limit)
+    return Check(FITS, limit, available, written)
+
+
+def filter_fits(measure: Measure, total: typing.Any, used: typing.Any,
+                ratio: typing.Any, requested: typing.Any) -> typing.Any:
+    """``host_check(...).fits`` over arrays (HostTable columns): ``fits``,
+    or for a ``lenient`` measure Nova's CoreFilter rule."""
+    if not measure.lenient:
+        return fits(total, used, ratio, requested)
+    limit = total * ratio
+    too_big = (limit > 0) & (requested > total)
+    return (total == 0) | (np.logical_not(too_big)
+                           & (limit - used >= requested))
+
+
+def node_limit(measure: Measure, total: typing.Any,
+               ratio: float) -> typing.Any:
+    """The ``limits[limit_key]`` ``host_check`` writes for a passing
+    host (None: none)."""
+    if measure.lenient:
+        if not total:
+            return None
+        limit = total * ratio
+        return limit if limit > 0 else None
+    return measure.node_limit(total * ratio)

@@ -1,8 +1,9 @@
 """Host weighers: the plug-in contract, normalisation and the handler.
 
 A weigher is a ``BaseHostWeigher`` subclass implementing
-``_weigh_object(host_state, weight_properties) -> float`` (Nova's
-contract), registered by class name in the ``scheduler.weighers``
+``weigh_object(host_state, weight_properties) -> float`` (or Nova's
+``_weigh_object``, which is still honoured), registered by class name
+in the ``scheduler.weighers``
 namespace and chosen by ``[filter_scheduler] weight_classes``
 (docs/plugins.rst).  Weights are normalised, multiplied and summed as
 Nova does since Victoria (docs/architecture.rst); over a ``HostTable``
@@ -10,19 +11,34 @@ the same steps run as NumPy expressions, with the same weights and order
 (docs/fast-forms.rst).
 """
 
+import typing
+from collections.abc import Callable
+from collections.abc import Hashable
+from collections.abc import Iterable
+
 import numpy as np
+import numpy.typing as npt
 from oslo_log import log as logging
 
+from scheduler import aggregates
 from scheduler import loadables
 from scheduler.conf import CONF
-from scheduler.filters import utils as filter_utils
+
+if typing.TYPE_CHECKING:
+    from scheduler.host_state import HostState
+    from scheduler.host_table import HostTable
+    from scheduler.objects.request_spec import RequestSpec
 
 LOG = logging.getLogger(__name__)
+
+_Rows = npt.NDArray[np.intp]
+_Floats = npt.NDArray[np.float64]
 
 NAMESPACE = 'scheduler.weighers'
 
 
-def normalize(weights, minval=None, maxval=None):
+def normalize(weights: typing.Sequence[float], minval: float | None = None,
+              maxval: float | None = None) -> list[float]:
     """Normalise ``weights`` to [0, 1] using the given or observed bounds.
 
     Returns a list of floats; an empty input gives an empty list and equal
@@ -41,14 +57,14 @@ def normalize(weights, minval=None, maxval=None):
 class WeighedHost:
     """A host and its total weight."""
 
-    def __init__(self, obj, weight):
+    def __init__(self, obj: typing.Any, weight: float) -> None:
         self.obj = obj
         self.weight = weight
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, typing.Any]:
         return {'weight': self.weight, 'host': self.obj.host}
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return 'WeighedHost [host: %r, weight: %s]' % (self.obj, self.weight)
 
 
@@ -57,55 +73,75 @@ class BaseHostWeigher:
 
     Subclasses set ``minval`` / ``maxval`` (class bounds, or None) and
     ``multiplier_option`` (the ``[filter_scheduler]`` option and aggregate
-    metadata key of their multiplier), and implement ``_weigh_object``.
+    metadata key of their multiplier), and implement ``weigh_object``.
+    A weigher written for Nova implements ``_weigh_object`` instead: it is
+    called in place of ``weigh_object`` when a class defines it below the
+    one defining ``weigh_object`` (``per_host_method``).
     """
 
-    minval = None
-    maxval = None
-    multiplier_option = None
-    # A HostTable column holding exactly ``_weigh_object``'s value, for
+    minval: typing.ClassVar[float | None] = None
+    maxval: typing.ClassVar[float | None] = None
+    multiplier_option: typing.ClassVar[str | None] = None
+    # A HostTable column holding exactly ``weigh_object``'s value, for
     # weighers that just read one HostState attribute.
-    column = None
+    column: typing.ClassVar[str | None] = None
 
-    def weight_multiplier(self, host_state):
+    def weight_multiplier(self, host_state: 'HostState') -> float:
         """The multiplier for ``host_state``: the minimum aggregate
         override, else the configured value (1.0 without an option)."""
         if self.multiplier_option is None:
             return 1.0
         default = getattr(CONF.filter_scheduler, self.multiplier_option)
-        return filter_utils.validate_num_values(
-            filter_utils.aggregate_values_from_key(
+        return typing.cast(float, aggregates.validate_num_values(
+            aggregates.aggregate_values_from_key(
                 host_state, self.multiplier_option),
-            default, cast_to=filter_utils.finite_float)
+            default, cast_to=aggregates.finite_float))
 
-    def _weigh_object(self, host_state, weight_properties):
-        """The raw weight of one host."""
-        raise NotImplementedError()
+    def weigh_object(self, host_state: 'HostState',
+                     weight_properties: 'RequestSpec') -> float:
+        """The raw weight of one host (by default Nova's
+        ``_weigh_object``)."""
+        if _defining_class(type(self), '_weigh_object') is BaseHostWeigher:
+            raise NotImplementedError()
+        return self._weigh_object(host_state, weight_properties)
 
-    def weigh_rows(self, table, rows, weight_properties):
-        """Vectorised ``_weigh_object``: a float array, one raw weight per
+    def _weigh_object(self, host_state: 'HostState',
+                      weight_properties: 'RequestSpec') -> float:
+        """Nova's name of ``weigh_object``, for plug-ins and callers
+        written for Nova."""
+        if _defining_class(type(self), 'weigh_object') is BaseHostWeigher:
+            raise NotImplementedError()
+        return self.weigh_object(host_state, weight_properties)
+
+    def weigh_rows(self, table: 'HostTable', rows: npt.NDArray[np.intp],
+                   weight_properties: 'RequestSpec'
+                   ) -> npt.ArrayLike | None:
+        """Vectorised ``weigh_object``: a float array, one raw weight per
         row of ``rows`` (an intp array into ``table``), or None when this
         weigher has no vectorised form (the default)."""
         return None
 
-    def memo_key(self, weight_properties):
+    def memo_key(self,
+                 weight_properties: 'RequestSpec') -> Hashable | None:
         """A hashable key capturing all of the request and configuration
-        that ``_weigh_object`` reads, so its results can be cached per
+        that ``weigh_object`` reads, so its results can be cached per
         host; None (the default) when there is none."""
         return None
 
-    def multiplier_key(self):
+    def multiplier_key(self) -> Hashable | None:
         """A hashable key capturing the configuration that
         ``weight_multiplier`` reads besides the host's aggregates."""
         if self.multiplier_option is None:
             return None
         return getattr(CONF.filter_scheduler, self.multiplier_option)
 
-    def weigh_objects(self, weighed_hosts, weight_properties):
+    def weigh_objects(self, weighed_hosts: Iterable['WeighedHost'],
+                      weight_properties: 'RequestSpec') -> list[float]:
         """Raw weights of every host, clamped to the class bounds."""
+        weigh = per_host_method(self)
         weights = []
         for weighed in weighed_hosts:
-            value = self._weigh_object(weighed.obj, weight_properties)
+            value = weigh(weighed.obj, weight_properties)
             if self.minval is not None:
                 value = max(value, self.minval)
             if self.maxval is not None:
@@ -117,7 +153,10 @@ class BaseHostWeigher:
 class HostWeightHandler:
     """Applies weighers to hosts and sorts them (Nova's handler)."""
 
-    def get_weighed_objects(self, weighers, hosts, weight_properties):
+    def get_weighed_objects(self, weighers: typing.Sequence[BaseHostWeigher],
+                            hosts: Iterable[typing.Any],
+                            weight_properties: 'RequestSpec'
+                            ) -> list[WeighedHost]:
         """Return ``WeighedHost`` objects sorted by weight, best first."""
         weighed = [WeighedHost(host, 0.0) for host in hosts]
         if len(weighed) <= 1:
@@ -130,8 +169,13 @@ class HostWeightHandler:
         return sorted(weighed, key=lambda item: item.weight, reverse=True)
 
 
-    def get_weighed_rows(self, weighers, table, rows, weight_properties,
-                         limit=None, multipliers=None):
+    def get_weighed_rows(self, weighers: typing.Sequence[BaseHostWeigher],
+                         table: 'HostTable', rows: npt.NDArray[np.intp],
+                         weight_properties: 'RequestSpec',
+                         limit: int | None = None,
+                         multipliers: list[typing.Any] | None = None
+                         ) -> tuple[npt.NDArray[np.intp],
+                                    npt.NDArray[np.float64]]:
         """``get_weighed_objects`` over a HostTable.
 
         ``rows``: intp array of the candidate rows, in order.  Returns
@@ -165,13 +209,15 @@ class HostWeightHandler:
 
 
     @staticmethod
-    def table_multipliers(weighers, table):
+    def table_multipliers(weighers: typing.Sequence[BaseHostWeigher],
+                          table: 'HostTable') -> list[typing.Any]:
         """The multipliers of each weigher over all the rows of ``table``
         (``_table_multipliers``), in the order of ``weighers``."""
         return [_table_multipliers(weigher, table) for weigher in weighers]
 
 
-def _sorted_best_first(rows, total, limit):
+def _sorted_best_first(rows: _Rows, total: _Floats,
+                       limit: int | None) -> tuple[_Rows, _Floats]:
     """Stable descending sort of ``rows`` by ``total``; with ``limit``
     (fewer than the rows), only the prefix of the rows weighing at least
     the ``limit``-th largest total."""
@@ -183,11 +229,32 @@ def _sorted_best_first(rows, total, limit):
     return rows[order], total[order]
 
 
+# The class of ``cls``'s MRO that defines ``name`` (None: none does).
+_defining_class: Callable[[typing.Any, str], type | None] = (
+    loadables._defining_class)
+
+
+def per_host_method(weigher: BaseHostWeigher
+                    ) -> Callable[['HostState', 'RequestSpec'], float]:
+    """The method giving ``weigher``'s raw weight of one host: its
+    ``weigh_object``, or Nova's ``_weigh_object`` when a class below the
+    one defining ``weigh_object`` defines it (a plug-in written for Nova,
+    possibly subclassing a built-in weigher)."""
+    cls = type(weigher)
+    nova = _defining_class(cls, '_weigh_object')
+    ours = _defining_class(cls, 'weigh_object')
+    if (nova is not None and ours is not None and nova is not ours
+            and issubclass(nova, ours)):
+        return weigher._weigh_object
+    return weigher.weigh_object
+
+
 # The per-host methods a fast form must stand for.
-_REFERENCE = ('_weigh_object', 'weigh_objects')
+_REFERENCE = ('weigh_object', '_weigh_object', 'weigh_objects')
 
 
-def _raw_weights(weigher, table, rows, weight_properties):
+def _raw_weights(weigher: BaseHostWeigher, table: 'HostTable', rows: _Rows,
+                 weight_properties: 'RequestSpec') -> _Floats:
     values = None
     if weigher.column is not None and loadables.fast_form_applies(
             weigher, 'column', _REFERENCE):
@@ -200,16 +267,18 @@ def _raw_weights(weigher, table, rows, weight_properties):
     if loadables.fast_form_applies(weigher, 'memo_key', _REFERENCE):
         key = weigher.memo_key(weight_properties)
     if key is not None:
+        weigh = per_host_method(weigher)
         return table.memo(
             weigher, ('raw', key),
-            lambda state: weigher._weigh_object(state, weight_properties),
+            lambda state: weigh(state, weight_properties),
             rows, dtype=np.float64)
     weighed = [WeighedHost(state, 0.0) for state in table.states_at(rows)]
     return np.asarray(weigher.weigh_objects(weighed, weight_properties),
                       dtype=np.float64)
 
 
-def _table_multipliers(weigher, table):
+def _table_multipliers(weigher: BaseHostWeigher,
+                       table: 'HostTable') -> typing.Any:
     """The multiplier of each row of ``table`` (or one for all): computed
     once per distinct aggregate metadata and kept until aggregates change
     (``HostTable.per_table``); None when a plug-in overrides
@@ -223,7 +292,8 @@ def _table_multipliers(weigher, table):
         weigher.weight_multiplier, dtype=np.float64)
 
 
-def _multipliers(weigher, table, rows, known):
+def _multipliers(weigher: BaseHostWeigher, table: 'HostTable', rows: _Rows,
+                 known: typing.Any) -> typing.Any:
     """The multiplier of each of ``rows`` (or one for all), from the
     weigher's ``_table_multipliers`` value ``known``."""
     if known is None:
@@ -233,7 +303,8 @@ def _multipliers(weigher, table, rows, known):
     return known if np.ndim(known) == 0 else known[rows]
 
 
-def _normalize_array(weights, minval=None, maxval=None):
+def _normalize_array(weights: _Floats, minval: float | None = None,
+                     maxval: float | None = None) -> _Floats:
     """``normalize`` over a float array."""
     lo = weights.min() if minval is None else minval
     hi = weights.max() if maxval is None else maxval
@@ -242,12 +313,13 @@ def _normalize_array(weights, minval=None, maxval=None):
     return (weights - lo) / float(hi - lo)
 
 
-def all_weighers():
+def all_weighers() -> list[type[BaseHostWeigher]]:
     """Every weigher class registered in ``scheduler.weighers``."""
     return list(loadables.entry_point_classes(NAMESPACE).values())
 
 
-def load_weighers(weight_classes):
+def load_weighers(
+        weight_classes: Iterable[str]) -> list[BaseHostWeigher]:
     """Instantiate the weighers named by ``weight_classes`` (names or
     dotted paths).  Raises ClassNotFound for an unknown entry."""
     classes = loadables.resolve(weight_classes, NAMESPACE, BaseHostWeigher)

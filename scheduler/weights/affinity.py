@@ -38,7 +38,7 @@ class _SoftAffinityWeigherBase(weights.BaseHostWeigher):
     about once per weigher, as Ocata warned about the option.
     """
 
-    policy = None
+    policy: str | None = None
     sign = 1
     _warned_negative = False
 
@@ -58,7 +58,7 @@ class _SoftAffinityWeigherBase(weights.BaseHostWeigher):
         # metadata and the option, so its results may be cached.
         return super().multiplier_key()
 
-    def _weigh_object(self, host_state, weight_properties):
+    def weigh_object(self, host_state, weight_properties):
         return self.sign * group_members_on_host(
             host_state, weight_properties, self.policy)
 

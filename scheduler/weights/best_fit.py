@@ -10,8 +10,8 @@ count and ranks by the tightest one, as bin packers do for vectors.
 import numpy as np
 
 from scheduler import weights
-from scheduler.filters import utils
 from scheduler.resources import capacity
+from scheduler.resources import ratios
 
 
 class BestFitWeigher(weights.BaseHostWeigher):
@@ -30,8 +30,8 @@ class BestFitWeigher(weights.BaseHostWeigher):
 
     multiplier_option = 'best_fit_weight_multiplier'
 
-    def _weigh_object(self, host_state, weight_properties):
-        return float(_tightest_leftover(utils.claimed_reader(host_state),
+    def weigh_object(self, host_state, weight_properties):
+        return float(_tightest_leftover(ratios.claimed_reader(host_state),
                                         weight_properties)[0])
 
     def weigh_rows(self, table, rows, weight_properties):

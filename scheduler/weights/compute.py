@@ -29,5 +29,5 @@ class BuildFailureWeigher(weights.BaseHostWeigher):
         # metadata and the option, so its results may be cached.
         return super().multiplier_key()
 
-    def _weigh_object(self, host_state, weight_properties):
+    def weigh_object(self, host_state, weight_properties):
         return host_state.failed_builds

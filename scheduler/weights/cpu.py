@@ -1,7 +1,7 @@
 """CPUWeigher: prefer hosts with more free vCPUs (Nova's CPUWeigher, Rocky)."""
 
 from scheduler import weights
-from scheduler.filters import utils
+from scheduler.resources import ratios
 
 
 class CPUWeigher(weights.BaseHostWeigher):
@@ -17,8 +17,8 @@ class CPUWeigher(weights.BaseHostWeigher):
     minval = 0
     multiplier_option = 'cpu_weight_multiplier'
 
-    def _weigh_object(self, host_state, weight_properties):
-        ratio = utils.host_allocation_ratio(host_state,
+    def weigh_object(self, host_state, weight_properties):
+        ratio = ratios.host_allocation_ratio(host_state,
                                             'cpu_allocation_ratio')
         return host_state.vcpus_total * ratio - host_state.vcpus_used
 

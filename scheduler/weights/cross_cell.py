@@ -38,7 +38,7 @@ class CrossCellWeigher(weights.BaseHostWeigher):
 
     multiplier_option = 'cross_cell_move_weight_multiplier'
 
-    def _weigh_object(self, host_state, weight_properties):
+    def weigh_object(self, host_state, weight_properties):
         preferred = preferred_cell_uuid(weight_properties)
         if preferred is None:
             return 0

@@ -16,5 +16,5 @@ class DiskWeigher(weights.BaseHostWeigher):
     multiplier_option = 'disk_weight_multiplier'
     column = 'free_disk_mb'
 
-    def _weigh_object(self, host_state, weight_properties):
+    def weigh_object(self, host_state, weight_properties):
         return host_state.free_disk_mb

@@ -20,5 +20,5 @@ class HypervisorVersionWeigher(weights.BaseHostWeigher):
     multiplier_option = 'hypervisor_version_weight_multiplier'
     column = 'hypervisor_version'
 
-    def _weigh_object(self, host_state, weight_properties):
+    def weigh_object(self, host_state, weight_properties):
         return host_state.hypervisor_version or 0

@@ -84,7 +84,7 @@ class ImagePropertiesWeigher(weights.BaseHostWeigher):
 
     multiplier_option = 'image_props_weight_multiplier'
 
-    def _weigh_object(self, host_state, weight_properties):
+    def weigh_object(self, host_state, weight_properties):
         return _weight(host_state, requested_image_props(weight_properties),
                        configured_ratios())
 

@@ -17,5 +17,5 @@ class IoOpsWeigher(weights.BaseHostWeigher):
     multiplier_option = 'io_ops_weight_multiplier'
     column = 'num_io_ops'
 
-    def _weigh_object(self, host_state, weight_properties):
+    def weigh_object(self, host_state, weight_properties):
         return host_state.num_io_ops

@@ -5,11 +5,11 @@ Follows Nova's MetricsWeigher (Icehouse onwards).
 
 import numpy as np
 
+from scheduler import aggregates
 from scheduler import exception
 from scheduler import metrics
 from scheduler import weights
 from scheduler.conf import CONF
-from scheduler.filters import utils as filter_utils
 
 # Aggregate metadata key overriding ``[metrics] weight_multiplier``.
 AGGREGATE_MULTIPLIER_KEY = 'metrics_weight_multiplier'
@@ -39,11 +39,11 @@ class MetricsWeigher(weights.BaseHostWeigher):
     """
 
     def weight_multiplier(self, host_state):
-        return filter_utils.aggregate_min_value(
+        return aggregates.aggregate_min_value(
             host_state, AGGREGATE_MULTIPLIER_KEY,
-            CONF.metrics.weight_multiplier, cast_to=filter_utils.finite_float)
+            CONF.metrics.weight_multiplier, cast_to=aggregates.finite_float)
 
-    def _weigh_object(self, host_state, weight_properties):
+    def weigh_object(self, host_state, weight_properties):
         values = metrics.host_metrics(host_state)
         total = 0.0
         for name, ratio in metrics.configured_weight_setting():

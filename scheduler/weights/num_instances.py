@@ -19,5 +19,5 @@ class NumInstancesWeigher(weights.BaseHostWeigher):
     multiplier_option = 'num_instances_weight_multiplier'
     column = 'num_instances'
 
-    def _weigh_object(self, host_state, weight_properties):
+    def weigh_object(self, host_state, weight_properties):
         return host_state.num_instances

@@ -49,7 +49,7 @@ class PCIWeigher(weights.BaseHostWeigher):
 
     multiplier_option = 'pci_weight_multiplier'
 
-    def _weigh_object(self, host_state, weight_properties):
+    def weigh_object(self, host_state, weight_properties):
         return MAX_DEVS - min(free_pci_devices(host_state), MAX_DEVS - 1)
 
     def memo_key(self, weight_properties):

@@ -18,5 +18,5 @@ class RAMWeigher(weights.BaseHostWeigher):
     multiplier_option = 'ram_weight_multiplier'
     column = 'free_ram_mb'
 
-    def _weigh_object(self, host_state, weight_properties):
+    def weigh_object(self, host_state, weight_properties):
         return host_state.free_ram_mb

@@ -12,7 +12,7 @@ import sys
 import pytest
 import sqlalchemy as sa
 
-from scheduler.bench import report
+from scheduler_tools.bench import report
 
 SMOKE_TIMEOUT = 60
 ROW_KEYS = {'mode', 'hosts', 'instances', 'p50_ms', 'p95_ms', 'p99_ms',
@@ -24,7 +24,7 @@ def _bench(workdir, *args):
     """Run ``scheduler-bench --smoke --noprogress`` with ``args``; return
     its stdout."""
     result = subprocess.run(
-        [sys.executable, '-m', 'scheduler.cmd.bench', '--smoke',
+        [sys.executable, '-m', 'scheduler_tools.cmd.bench', '--smoke',
          '--noprogress'] + list(args),
         cwd=workdir, capture_output=True, text=True, timeout=SMOKE_TIMEOUT)
     assert result.returncode == 0, (

@@ -22,7 +22,7 @@ the database nor in the service's in-memory view).
 Waits poll with a deadline.  On MariaDB ``DATETIME`` keeps whole
 seconds, and the claim rules compare timestamps strictly (equal ones
 keep the claim), so the simulated compute node lets a second pass
-between its writes there (``db.timestamp_resolution()``; nothing on
+between its writes there (``db_changes.timestamp_resolution()``; nothing on
 PostgreSQL), as writes from different moments do.
 """
 
@@ -30,12 +30,14 @@ import time
 import uuid
 
 import pytest
-import seed
 from deployment import Deployment
 
 from scheduler import exception
 from scheduler.db import api as db
+from scheduler.db import changes as db_changes
 from scheduler.db import claims
+from scheduler_tools import seed
+from scheduler_tools import writers
 
 HOST = 'host0'
 # The flavor, and a node with room for exactly SLOTS of it (ratios 1.0).
@@ -74,7 +76,7 @@ def deploy(request, tmp_path, rabbit_url):
     yield _deploy
     for deployment in started:
         deployment.stop()
-    db.reset_for_tests()
+    writers.reset_engine()
 
 
 def _place(dep, count=1):
@@ -121,7 +123,7 @@ def _assert_exact(dep, node, slots):
 
 def _next_stored_second():
     """Let the database's timestamp resolution pass (1 s on MariaDB)."""
-    time.sleep(db.timestamp_resolution().total_seconds())
+    time.sleep(db_changes.timestamp_resolution().total_seconds())
 
 
 def _report(dep, node, instance_uuids):
@@ -129,14 +131,14 @@ def _report(dep, node, instance_uuids):
     the host, then write the node's usage including them."""
     _next_stored_second()
     for instance_uuid in instance_uuids:
-        db.instance_create(dep.ctx, {
+        writers.instance_create(dep.ctx, {
             'uuid': instance_uuid, 'host': HOST, 'node': HOST,
             'vm_state': 'building', 'vcpus': FLAVOR['vcpus'],
             'memory_mb': FLAVOR['memory_mb'], 'root_gb': FLAVOR['root_gb'],
             'ephemeral_gb': 0})
     _next_stored_second()
     used = len(instance_uuids)
-    db.compute_node_update(dep.ctx, node['id'], {
+    writers.compute_node_update(dep.ctx, node['id'], {
         'vcpus_used': used * FLAVOR['vcpus'],
         'memory_mb_used': used * FLAVOR['memory_mb'],
         'local_gb_used': used * FLAVOR['root_gb'],
@@ -155,7 +157,7 @@ def test_claim_of_an_instance_that_never_shows_up_expires(deploy):
     # Released by expiry, not earlier (MariaDB may store expires_at up
     # to its resolution early).
     assert (time.monotonic() - started >= SHORT_TIMEOUT
-            - db.timestamp_resolution().total_seconds())
+            - db_changes.timestamp_resolution().total_seconds())
     assert waited <= SHORT_TIMEOUT + PERIODIC_INTERVAL + SLACK
     _assert_exact(dep, node, 0)
     # No capacity lost: the whole node can be claimed again.

@@ -20,10 +20,11 @@ import time
 import uuid
 
 import pytest
-import seed
 
 from scheduler.db import api
 from scheduler.db import claims
+from scheduler_tools import seed
+from scheduler_tools import writers
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -65,7 +66,7 @@ def db(request):
             values, cpu_allocation_ratio=1.0, ram_allocation_ratio=1.0,
             disk_allocation_ratio=1.0)))
     yield url, ctx, nodes
-    api.reset_for_tests()
+    writers.reset_engine()
 
 
 def _far_future():
@@ -199,10 +200,11 @@ CONF([], project='scheduler', default_config_files=[],
 from scheduler import context  # noqa: E402
 from scheduler.db import api  # noqa: E402
 from scheduler.db import claims  # noqa: E402
+from scheduler_tools import writers  # noqa: E402
 
 url, node_ids, attempts, threads, go = sys.argv[1:]
 node_ids, attempts, threads = json.loads(node_ids), int(attempts), int(threads)
-api.reset_for_tests(url)
+writers.reset_engine(url)
 ctx = context.get_admin_context()
 claims.claims_count(ctx)
 ratios = dict.fromkeys(claims.RATIO_NAMES, 1.0)

@@ -1,6 +1,6 @@
 """Faults under load: real ``scheduler-service`` processes, a real
 RabbitMQ and a real PostgreSQL or MariaDB, broken while a caller keeps
-asking (issue 6).
+asking.
 
 A caller thread sends ``select_destinations`` through ``SchedulerAPI``,
 one request after the other, with a short RPC timeout; each test breaks
@@ -21,7 +21,7 @@ too: ``_print_figures``):
   once the database is back;
 * a compute service that stops heart-beating drops out of the
   placements after ``service_down_time``, and comes back with its next
-  heartbeat (written with ``scheduler.db.api.service_heartbeat``, which
+  heartbeat (written with ``scheduler.db.writers.service_heartbeat``, which
   moves ``updated_at`` as a compute service does).
 
 Broken servers are the test's own (``private_server``, set up before
@@ -41,7 +41,6 @@ import kombu
 import kombu.exceptions
 import oslo_messaging as messaging
 import pytest
-import seed
 from deployment import Deployment
 from oslo_utils import timeutils
 from oslo_utils import uuidutils
@@ -50,12 +49,14 @@ from scheduler import context as scheduler_context
 from scheduler import exception
 from scheduler import rpc
 from scheduler import rpcapi
-from scheduler.bench import servers
 from scheduler.conf import CONF
 from scheduler.db import api as db
 from scheduler.db import claims
 from scheduler.objects import instance as instance_obj
 from scheduler.objects import instance_group as group_obj
+from scheduler_tools import databases
+from scheduler_tools import seed
+from scheduler_tools import writers
 
 # The caller's RPC timeout (s): a request lost with a killed process
 # costs this much before its retry.
@@ -421,7 +422,7 @@ class Agent:
     def write(self, instance):
         """Record ``instance`` (an Instance from ``instance()``) in the
         database."""
-        db.instance_create(self.dep.ctx, {
+        writers.instance_create(self.dep.ctx, {
             'uuid': instance.uuid, 'host': self.host, 'node': self.host,
             'launched_on': self.host, 'project_id': 'project-1',
             'user_id': 'faults', 'vcpus': 1, 'memory_mb': 1, 'root_gb': 1,
@@ -571,7 +572,7 @@ DATABASE_NAMES = {'postgresql': 'PostgreSQL', 'mariadb': 'MariaDB'}
 def test_database_outage_gives_database_unavailable(kind, private_server,
                                                     deploy, rabbit_url):
     database = private_server(kind)
-    db_url = servers.create_database(database.url, prefix='faults')
+    db_url = databases.create_database(database.url, prefix='faults')
     dep = deploy(db_url, rabbit_url, seed_fn=_seed_hosts)
     run = _restart_under_load(dep, database, outage=4.0)
     results, first = run.results, run.first
@@ -604,7 +605,7 @@ def test_database_outage_gives_database_unavailable(kind, private_server,
 
 class Heartbeats(threading.Thread):
     """Heartbeats of the compute services in ``beating``, every
-    ``interval`` s, with ``db.service_heartbeat``."""
+    ``interval`` s, with ``writers.service_heartbeat``."""
 
     def __init__(self, ctx, hosts, interval):
         super().__init__(name='heartbeats', daemon=True)
@@ -617,7 +618,7 @@ class Heartbeats(threading.Thread):
         self._stopping = threading.Event()
 
     def beat(self, host):
-        db.service_heartbeat(self.ctx, self.ids[host])
+        writers.service_heartbeat(self.ctx, self.ids[host])
 
     def run(self):
         while not self._stopping.is_set():

@@ -50,7 +50,6 @@ import kombu
 import oslo_messaging as messaging
 import psutil
 import pytest
-import seed
 import sqlalchemy as sa
 from deployment import Deployment
 from hypothesis import HealthCheck
@@ -75,6 +74,8 @@ from scheduler.objects import numa
 from scheduler.objects import pci
 from scheduler.objects import request_spec
 from scheduler.objects import security_group
+from scheduler_tools import seed
+from scheduler_tools import writers
 
 # UUIDField's warning about the invalid UUIDs this module sends.
 pytestmark = pytest.mark.filterwarnings('ignore::FutureWarning')
@@ -129,6 +130,8 @@ CONSUMPTION_FIELDS = frozenset(('num_instances', 'num_io_ops', 'updated'))
 
 
 def seed_fleet(ctx):
+    """The rig's full fleet, through the fleet seeder
+    (``scheduler_tools.seed``), and one instance on host2."""
     for i, host in enumerate(HOSTS):
         # Distinct hypervisor versions: a ranking no consumption moves.
         seed.add_compute(ctx, host, hypervisor_version=2011000 +
@@ -137,10 +140,10 @@ def seed_fleet(ctx):
                        metadata={'availability_zone': AZ})
     seed.add_aggregate(ctx, 'ratio', hosts=[HOSTS[4]],
                        metadata={'cpu_allocation_ratio': '2.0'})
-    db.instance_create(ctx, {'uuid': MEMBER_UUID, 'host': HOSTS[2],
-                             'node': HOSTS[2], 'instance_type_id': 1,
-                             'memory_mb': 0, 'vcpus': 0, 'root_gb': 0,
-                             'ephemeral_gb': 0, 'project_id': 'project-1'})
+    writers.instance_create(ctx, {
+        'uuid': MEMBER_UUID, 'host': HOSTS[2], 'node': HOSTS[2],
+        'instance_type_id': 1, 'memory_mb': 0, 'vcpus': 0, 'root_gb': 0,
+        'ephemeral_gb': 0, 'project_id': 'project-1'})
 
 
 def zero_spec(**kwargs):
@@ -356,7 +359,7 @@ class Rig:
             members = {host: sorted(ids) for host, ids in
                        manager.host_aggregates_map.items() if ids}
             instances = {host: (sorted(info['instances']), info['updated'])
-                         for host, info in manager._instance_info.items()
+                         for host, info in manager.instances.info.items()
                          if not host.startswith('sentinel-')}
         return states, aggregates, members, instances
 

@@ -1,6 +1,6 @@
 """``scheduler-bench --mode load --smoke``: two schedulers, one database.
 
-The short load test (``scheduler.bench.load.SMOKE``: 20 hosts, 15 s per
+The short load test (``scheduler_tools.bench.load.SMOKE``: 20 hosts, 15 s per
 topology, 8 callers) runs in CI against the session's RabbitMQ and a
 fresh PostgreSQL database passed by URL, as its own process, first with
 one ``scheduler-service`` of 2 workers, then with 2 services.  Whatever
@@ -27,10 +27,10 @@ import sqlalchemy as sa
 from oslo_config import cfg
 
 from scheduler import exception
-from scheduler.bench import load
-from scheduler.bench import report
-from scheduler.bench import workload
-from scheduler.cmd import bench as bench_cmd
+from scheduler_tools.bench import load
+from scheduler_tools.bench import report
+from scheduler_tools.bench import workload
+from scheduler_tools.cmd import bench as bench_cmd
 
 LOAD_TIMEOUT = 180
 TOPOLOGIES = [('workers', 1, 2), ('services', 2, 1)]
@@ -40,7 +40,7 @@ def _bench(workdir, *args):
     """Run ``scheduler-bench --mode load --smoke --noprogress`` with
     ``args``; return the completed process."""
     return subprocess.run(
-        [sys.executable, '-m', 'scheduler.cmd.bench', '--mode', 'load',
+        [sys.executable, '-m', 'scheduler_tools.cmd.bench', '--mode', 'load',
          '--smoke', '--noprogress'] + list(args),
         cwd=workdir, capture_output=True, text=True, timeout=LOAD_TIMEOUT)
 

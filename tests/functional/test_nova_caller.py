@@ -24,10 +24,10 @@ import threading
 import uuid
 
 import pytest
-import seed
 from deployment import Deployment
 
 from scheduler.db import api as db
+from scheduler_tools import seed
 
 NOVA_VERSION = os.environ.get('SCHEDULER_NOVA_VERSION', '34.0.0')
 DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)),

@@ -19,14 +19,12 @@ import sys
 import uuid
 
 import pytest
-import seed
 import sqlalchemy as sa
 from deployment import Deployment
 from nova_databases import NovaDatabases
 from nova_databases import schema_of
 
 from scheduler import context as scheduler_context
-from scheduler import host_manager
 from scheduler import service
 from scheduler.db import api
 from scheduler.db import claims
@@ -36,6 +34,9 @@ from scheduler.objects import cell_mapping
 from scheduler.objects import instance_group as group_obj
 from scheduler.objects import request_spec
 from scheduler.objects import selection as selection_obj
+from scheduler.view import refresh
+from scheduler_tools import seed
+from scheduler_tools import writers
 
 FILTERS = ['AvailabilityZoneFilter', 'RamFilter', 'ComputeFilter',
            'ServerGroupAffinityFilter', 'ServerGroupAntiAffinityFilter']
@@ -83,7 +84,7 @@ def nova(nova_dbs, own_url, conf):
     seed.use_database(own_url)
     yield nova_dbs.nova
     db_source.reset()
-    api.reset_for_tests()
+    writers.reset_engine()
     nova_dbs.nova.request('clear')
 
 
@@ -205,16 +206,16 @@ def test_selection_objects_carry_the_cell_uuid(nova_dbs, nova, ctx):
 def incremental(monkeypatch, conf):
     """Refreshes after the first one must be incremental."""
     conf.set_override('full_refresh_interval', 3600, 'scheduler')
-    monkeypatch.setattr(host_manager, 'SWEEP_INTERVAL', 0.0)
+    monkeypatch.setattr(refresh, 'SWEEP_INTERVAL', 0.0)
 
     def first_only(manager):
-        real = manager._refresh_all
+        real = manager.refresher.refresh_all
         calls = []
 
         def refresh_all(context):
             calls.append(context)
             real(context)
-        manager._refresh_all = refresh_all
+        manager.refresher.refresh_all = refresh_all
         return calls
     return first_only
 
@@ -413,7 +414,7 @@ def test_the_service_keeps_a_beating_nova_scheduler_row(nova_dbs, own_url,
     finally:
         deployment.stop()
         db_source.reset()
-        api.reset_for_tests()
+        writers.reset_engine()
 
 
 def test_a_nova_cell_database_is_no_standalone_database(nova_dbs, conf):
@@ -421,13 +422,13 @@ def test_a_nova_cell_database_is_no_standalone_database(nova_dbs, conf):
     database, without [api_database].  The service stops at start with
     one line, and the database is left as it was."""
     before = schema_of(nova_dbs.urls['cell1'])
-    api.reset_for_tests(nova_dbs.urls['cell1'])
+    writers.reset_engine(nova_dbs.urls['cell1'])
     try:
         reason = service.check_databases()
         assert 'ab450ba04102' in reason and '\n' not in reason
         with pytest.raises(SystemExit):
             service.SchedulerService(transport=object()).start()
     finally:
-        api.reset_for_tests()
+        writers.reset_engine()
         db_source.reset()
     assert schema_of(nova_dbs.urls['cell1']) == before

@@ -18,7 +18,7 @@ from functional.test_nova_caller import nova_venv
 from functional.test_nova_caller import select
 from nova_databases import NovaDatabases
 
-from scheduler.bench import servers
+from scheduler_tools import databases
 
 GiB = 1024
 FILTERS = ['AvailabilityZoneFilter', 'RamFilter', 'ComputeFilter']
@@ -50,7 +50,7 @@ def nova_dbs(postgresql_url, tmp_path_factory):
 @pytest.fixture(scope='module')
 def service(nova_dbs, postgresql_url, rabbit_url, tmp_path_factory):
     """scheduler-service in Nova database mode, its own database new."""
-    own_url = servers.create_database(postgresql_url, prefix='scheduler_e2e')
+    own_url = databases.create_database(postgresql_url, prefix='scheduler_e2e')
     options = {('api_database', 'connection'): nova_dbs.urls['api'],
                ('filter_scheduler', 'enabled_filters'): FILTERS,
                ('filter_scheduler', 'weight_classes'): ['RAMWeigher']}
@@ -62,7 +62,7 @@ def service(nova_dbs, postgresql_url, rabbit_url, tmp_path_factory):
         yield deployment
     finally:
         deployment.stop()
-        servers.drop_database(own_url)
+        databases.drop_database(own_url)
 
 
 @pytest.fixture(scope='module')

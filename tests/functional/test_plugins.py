@@ -11,11 +11,12 @@ import os
 import sys
 
 import pytest
-import seed
 import stevedore
 
 from scheduler import host_manager
 from scheduler import loadables
+from scheduler.engine import pipeline
+from scheduler_tools import seed
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir,
                        'examples', 'free_ram_filter')
@@ -54,7 +55,8 @@ def _passing(ctx, memory_mb):
     manager = host_manager.HostManager(ctx)
     hosts = manager.get_all_host_states(ctx)
     spec = seed.make_spec(memory_mb=memory_mb)
-    return [h.host for h in manager.get_filtered_hosts(hosts, spec)]
+    return [h.host for h in pipeline.Pipeline(manager).get_filtered_hosts(
+        hosts, spec)]
 
 
 @pytest.mark.parametrize('available', [

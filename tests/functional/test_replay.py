@@ -43,7 +43,7 @@ POLICIES = ['service', 'first-fit', 'best-fit']
 def _replay(workdir, *args):
     """Run ``scheduler-replay`` with ``args``; return its stdout."""
     result = subprocess.run(
-        [sys.executable, '-m', 'scheduler.cmd.replay'] + list(args),
+        [sys.executable, '-m', 'scheduler_tools.cmd.replay'] + list(args),
         cwd=workdir, capture_output=True, text=True,
         timeout=COMMAND_TIMEOUT)
     assert result.returncode == 0, (

@@ -10,7 +10,6 @@ session's server for each test).
 import uuid
 
 import pytest
-import seed
 from deployment import Deployment
 
 from scheduler import exception
@@ -18,6 +17,7 @@ from scheduler.db import api as db
 from scheduler.objects import aggregate as aggregate_obj
 from scheduler.objects import instance as instance_obj
 from scheduler.objects import instance_group as group_obj
+from scheduler_tools import seed
 
 BACKENDS = ['fake-sqlite', 'rabbit-sqlite', 'rabbit-postgresql',
             'rabbit-mysql']

@@ -18,7 +18,6 @@ import subprocess
 import sys
 
 import pytest
-import seed
 import sqlalchemy as sa
 from deployment import Deployment
 
@@ -26,6 +25,7 @@ from scheduler import attestation  # noqa: F401  (registers its options)
 from scheduler import exception
 from scheduler import rpc
 from scheduler.conf import CONF
+from scheduler_tools import seed
 
 PASSWORD = 's3cr3t-PASSWORD'
 

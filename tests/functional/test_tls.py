@@ -3,7 +3,7 @@
 A private RabbitMQ that listens for AMQPS only (no plain listener) and a
 private PostgreSQL that refuses TCP clients without TLS (``hostnossl ...
 reject``), each with a certificate of its own throwaway CA
-(``scheduler.bench.servers``, ``tls_only=True``), serve a real
+(``tests/fixtures/servers.py``, ``tls_only=True``), serve a real
 ``scheduler-service`` process configured with nothing but the standard
 options:
 
@@ -27,7 +27,7 @@ import kombu.exceptions
 import oslo_messaging as messaging
 import psutil
 import pytest
-import seed
+import servers
 import sqlalchemy as sa
 from deployment import Deployment
 from oslo_config import cfg
@@ -36,9 +36,10 @@ from oslo_messaging import conffixture
 
 from scheduler import context as scheduler_context
 from scheduler import rpc
-from scheduler.bench import servers
 from scheduler.conf import CONF
 from scheduler.db import api as db
+from scheduler_tools import seed
+from scheduler_tools import writers
 
 # Most seconds one test may take (its share of the servers' start
 # included); the module takes about 15 s.
@@ -91,7 +92,7 @@ def db_api_reset():
     """Leave ``scheduler.db.api`` unconfigured (its pool closed) after
     a test that configured it."""
     yield
-    db.reset_for_tests()
+    writers.reset_engine()
 
 
 def _pg_parameters(ca_file, mode='verify-full'):
@@ -107,7 +108,7 @@ def _configure_db_api(conf, db_url, parameters, **options):
     conf.set_override('connection_parameters', parameters, 'database')
     for name, value in options.items():
         conf.set_override(name, value, 'database')
-    db.reset_for_tests()
+    writers.reset_engine()
     assert db.configure(CONF)
 
 

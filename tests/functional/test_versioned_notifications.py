@@ -28,7 +28,6 @@ import uuid
 
 import oslo_messaging as messaging
 import pytest
-import seed
 from deployment import Deployment
 from test_notifications_payload import AGGREGATE_UUID
 from test_notifications_payload import NOVA_34_PAYLOADS
@@ -36,9 +35,10 @@ from test_notifications_payload import rich_spec
 
 from scheduler import exception
 from scheduler.conf import CONF
-from scheduler.db import api as db
 from scheduler.objects import base
 from scheduler.objects import notification
+from scheduler_tools import seed
+from scheduler_tools import writers
 
 NOVA_VERSION = os.environ.get('SCHEDULER_NOVA_VERSION', '34.0.0')
 HELPER_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -205,8 +205,8 @@ def listen(rabbit_url):
 def _hosts(ctx):
     for i in range(3):
         seed.add_compute(ctx, 'host%d' % i, memory_mb=8192)
-    aggregate = db.aggregate_create(ctx, 'agg', uuid=AGGREGATE_UUID)
-    db.aggregate_add_host(ctx, aggregate['id'], 'host0')
+    aggregate = writers.aggregate_create(ctx, 'agg', uuid=AGGREGATE_UUID)
+    writers.aggregate_add_host(ctx, aggregate['id'], 'host0')
 
 
 @pytest.fixture

@@ -1,9 +1,14 @@
 """What ``scheduler-bench`` hands the schedulers it measures: the same
-settings in both modes, and a warm-up that meets every request shape."""
+settings in both modes, and a warm-up that meets every request shape;
+and the servers its end-to-end and load modes need: the ones given."""
 
-from scheduler import bench
-from scheduler.bench import workload
+import pytest
+from oslo_config import cfg
+
 from scheduler.conf import CONF
+from scheduler_tools import bench
+from scheduler_tools.bench import workload
+from scheduler_tools.cmd import bench as bench_cmd
 
 
 def test_service_gets_the_options_given_to_the_benchmark(conf):
@@ -39,3 +44,22 @@ def test_warm_up_meets_every_shape_of_the_mix():
     assert len(requests) == (len(workload.REQUEST_ZONES) +
                              len(workload.EXTRA_SPECS) +
                              len(workload.IMAGE_PROPERTIES) + 3 + 3)
+
+
+def _settings(*args):
+    conf = cfg.ConfigOpts()
+    bench_cmd.register_opts(conf)
+    conf(list(args), project='scheduler-bench-test')
+    return bench_cmd.settings_from(conf)
+
+
+def test_end_to_end_runs_on_the_servers_given(capsys):
+    urls = ('--transport-url', 'rabbit://u:p@127.0.0.1:5672/',
+            '--database-connection', 'postgresql+psycopg2://u@h/db')
+    assert bench_cmd._servers_given(_settings(*urls))
+    # --mode all measures in-process and skips end-to-end without them.
+    assert not bench_cmd._servers_given(_settings())
+    assert 'end-to-end skipped' in capsys.readouterr().err
+    for mode in ('endtoend', 'load'):
+        with pytest.raises(bench.BenchError, match='--database-connection'):
+            bench_cmd._servers_given(_settings('--mode', mode, *urls[:2]))

@@ -1,4 +1,4 @@
-"""Speed never changes an answer (issue 5): the fast forms over a
+"""Speed never changes an answer: the fast forms over a
 HostTable against the per-host reference contract.
 
 For random fleets of HostStates and random RequestSpecs, every registered

@@ -4,16 +4,19 @@ import datetime
 import uuid
 
 import pytest
-import seed
 from oslo_utils import timeutils
 
 from scheduler import exception
 from scheduler import host_manager
-from scheduler.db import api as db
+from scheduler.db import changes as db_changes
+from scheduler.engine import pipeline
 from scheduler.objects import aggregate as aggregate_obj
 from scheduler.objects import cell_mapping
 from scheduler.objects import instance as instance_obj
 from scheduler.objects import request_spec
+from scheduler.view import refresh
+from scheduler_tools import seed
+from scheduler_tools import writers
 
 
 @pytest.fixture
@@ -46,7 +49,7 @@ def test_dead_nodes_are_dropped(ctx):
     node = seed.add_compute(ctx, 'h2')
     manager = host_manager.HostManager(ctx)
     assert len(manager.get_all_host_states(ctx)) == 2
-    db.compute_node_delete(ctx, node['id'])
+    writers.compute_node_delete(ctx, node['id'])
     assert _keys(manager.get_all_host_states(ctx)) == [('h1', 'h1')]
     assert ('h2', 'h2') not in manager.host_state_map
 
@@ -88,8 +91,8 @@ def test_consumption_survives_until_the_node_reports(ctx):
     state = manager.get_all_host_states(ctx)[0]
     state.consume_from_request(seed.make_spec(memory_mb=1024))
     assert manager.get_all_host_states(ctx)[0].free_ram_mb == 3072
-    db.compute_node_update(ctx, node['id'], {'free_ram_mb': 2048,
-                                              'memory_mb_used': 2048})
+    writers.compute_node_update(ctx, node['id'], {'free_ram_mb': 2048,
+                                                  'memory_mb_used': 2048})
     assert manager.get_all_host_states(ctx)[0].free_ram_mb == 2048
 
 
@@ -124,8 +127,8 @@ def test_aggregates_are_not_reread_from_the_database(ctx):
 
 def _instance(ctx, host, inst_uuid=None):
     inst_uuid = inst_uuid or str(uuid.uuid4())
-    db.instance_create(ctx, {'uuid': inst_uuid, 'host': host, 'node': host,
-                             'instance_type_id': 1})
+    writers.instance_create(ctx, {'uuid': inst_uuid, 'host': host,
+                                  'node': host, 'instance_type_id': 1})
     return inst_uuid
 
 
@@ -139,12 +142,12 @@ def test_instance_info_from_db_until_synced(ctx):
     first = _instance(ctx, 'h1')
     manager = host_manager.HostManager(ctx)
     assert set(manager.get_all_host_states(ctx)[0].instances) == {first}
-    assert manager._instance_info['h1']['updated'] is False
+    assert manager.instances.info['h1']['updated'] is False
     later = _instance(ctx, 'h1')  # seen: the host is not in sync yet
     assert set(manager.get_all_host_states(ctx)[0].instances) == {
         first, later}
     manager.sync_instance_info(ctx, 'h1', [first, later])
-    assert manager._instance_info['h1']['updated'] is True
+    assert manager.instances.info['h1']['updated'] is True
     hidden = _instance(ctx, 'h1')  # in sync: the cache is used
     assert hidden not in manager.get_all_host_states(ctx)[0].instances
 
@@ -154,7 +157,7 @@ def test_update_and_delete_instance_info(ctx):
     manager = host_manager.HostManager(ctx)
     new = str(uuid.uuid4())
     manager.update_instance_info(ctx, 'h1', _instance_list(new))
-    assert manager._instance_info['h1']['updated'] is True
+    assert manager.instances.info['h1']['updated'] is True
     assert new in manager.get_all_host_states(ctx)[0].instances
     manager.delete_instance_info(ctx, 'h1', new)
     assert new not in manager.get_all_host_states(ctx)[0].instances
@@ -165,13 +168,13 @@ def test_update_from_unknown_host(ctx):
     manager = host_manager.HostManager(ctx)
     a, b = str(uuid.uuid4()), str(uuid.uuid4())
     manager.update_instance_info(ctx, 'new-host', _instance_list(a, b))
-    assert manager._instance_info['new-host'] == {
-        'instances': manager._instance_info['new-host']['instances'],
+    assert manager.instances.info['new-host'] == {
+        'instances': manager.instances.info['new-host']['instances'],
         'updated': True}
     single = _instance(ctx, 'other-host')
     manager.update_instance_info(ctx, 'other-host',
                                  _instance_list(str(uuid.uuid4())))
-    info = manager._instance_info['other-host']
+    info = manager.instances.info['other-host']
     assert (set(info['instances']), info['updated']) == ({single}, False)
 
 
@@ -180,7 +183,7 @@ def test_sync_mismatch_rereads_the_database(ctx):
     real = _instance(ctx, 'h1')
     manager = host_manager.HostManager(ctx)
     manager.sync_instance_info(ctx, 'h1', [real, str(uuid.uuid4())])
-    info = manager._instance_info['h1']
+    info = manager.instances.info['h1']
     assert (set(info['instances']), info['updated']) == ({real}, False)
 
 
@@ -188,7 +191,7 @@ def test_tracking_off_reads_the_database_every_time(ctx, conf):
     conf.set_override('track_instance_changes', False, 'filter_scheduler')
     seed.add_compute(ctx, 'h1')
     manager = host_manager.HostManager(ctx)
-    assert manager._instance_info == {}
+    assert manager.instances.info == {}
     inst = _instance(ctx, 'h1')
     assert set(manager.get_all_host_states(ctx)[0].instances) == {inst}
 
@@ -203,7 +206,8 @@ def three_hosts(ctx):
 
 def _filtered(manager, states, **spec_kwargs):
     spec = seed.make_spec(**spec_kwargs)
-    return [s.host for s in manager.get_filtered_hosts(states, spec)]
+    return [s.host for s in pipeline.Pipeline(manager).get_filtered_hosts(
+        states, spec)]
 
 
 def test_ignore_hosts_is_case_insensitive(three_hosts):
@@ -214,7 +218,7 @@ def test_ignore_hosts_is_case_insensitive(three_hosts):
 
 def test_force_hosts_and_nodes(three_hosts, ctx):
     manager, states = three_hosts
-    db.service_update(ctx, 2, {'disabled': True})  # host2's service
+    writers.service_update(ctx, 2, {'disabled': True})  # host2's service
     states = manager.get_all_host_states(ctx)
     # Forced hosts skip the filters: disabled host2 is returned.
     assert _filtered(manager, states, force_hosts=['HOST2']) == ['host2']
@@ -266,7 +270,7 @@ def test_unknown_filter_fails_at_start(ctx, conf):
     conf.set_override('enabled_filters', ['ComputeFilter', 'NoSuchFilter',
                                  'AlsoMissing'], 'filter_scheduler')
     with pytest.raises(exception.SchedulerHostFilterNotFound) as err:
-        host_manager.HostManager(ctx)
+        pipeline.Pipeline(host_manager.HostManager(ctx))
     assert 'NoSuchFilter, AlsoMissing' in str(err.value)
 
 
@@ -279,7 +283,7 @@ def no_full_read(monkeypatch):
     def arm(manager):
         def refuse(context):
             raise AssertionError('unexpected full read')
-        monkeypatch.setattr(manager, '_refresh_all', refuse)
+        monkeypatch.setattr(manager.refresher, 'refresh_all', refuse)
     return arm
 
 
@@ -288,10 +292,10 @@ def test_changes_are_read_without_a_full_read(ctx, no_full_read):
     manager = host_manager.HostManager(ctx)
     state = manager.get_all_host_states(ctx)[0]
     no_full_read(manager)
-    db.compute_node_update(ctx, node['id'], {'free_ram_mb': 1024,
-                                              'memory_mb_used': 3072})
-    service = db.service_update(ctx, state.service['id'],
-                                {'disabled': True})
+    writers.compute_node_update(ctx, node['id'], {'free_ram_mb': 1024,
+                                                  'memory_mb_used': 3072})
+    service = writers.service_update(ctx, state.service['id'],
+                                     {'disabled': True})
     assert manager.get_all_host_states(ctx)[0] is state
     assert state.free_ram_mb == 1024
     assert state.service['disabled'] and state.service == service
@@ -308,20 +312,20 @@ def _late(minutes=0, seconds=0.5):
 def test_late_rows_wait_for_the_sweep(ctx, monkeypatch, no_full_read):
     node = seed.add_compute(ctx, 'h1', memory_mb=4096,
                             created_at=_late(minutes=10))
-    monkeypatch.setattr(host_manager, 'SWEEP_INTERVAL', 3600.0)
+    monkeypatch.setattr(refresh, 'SWEEP_INTERVAL', 3600.0)
     manager = host_manager.HostManager(ctx)
     state = manager.get_all_host_states(ctx)[0]
     no_full_read(manager)
-    db.compute_node_update(ctx, node['id'], {
+    writers.compute_node_update(ctx, node['id'], {
         'free_ram_mb': 1024, 'memory_mb_used': 3072,
         'updated_at': _late()})
-    db.service_update(ctx, state.service['id'],
-                      {'disabled': True, 'updated_at': _late()})
+    writers.service_update(ctx, state.service['id'],
+                           {'disabled': True, 'updated_at': _late()})
     manager.get_all_host_states(ctx)
     assert state.free_ram_mb == 4096   # stamped before the last read
     assert not state.service['disabled']
 
-    monkeypatch.setattr(host_manager, 'SWEEP_INTERVAL', 0.0)
+    monkeypatch.setattr(refresh, 'SWEEP_INTERVAL', 0.0)
     manager.get_all_host_states(ctx)
     assert state.free_ram_mb == 1024
     assert state.service['disabled']
@@ -333,23 +337,23 @@ def test_sweep_reads_only_rows_it_does_not_hold(ctx, monkeypatch,
                                                 no_full_read):
     seed.add_compute(ctx, 'h1')
     seed.add_compute(ctx, 'h2')
-    monkeypatch.setattr(host_manager, 'SWEEP_INTERVAL', 0.0)
+    monkeypatch.setattr(refresh, 'SWEEP_INTERVAL', 0.0)
     manager = host_manager.HostManager(ctx)
     states = manager.get_all_host_states(ctx)
     no_full_read(manager)
     asked = []
-    real = db.get_rows_by_ids
+    real = db_changes.get_rows_by_ids
 
     def spy(context, compute_node_ids=(), service_ids=()):
         asked.append((sorted(compute_node_ids), sorted(service_ids)))
         return real(context, compute_node_ids, service_ids)
 
-    monkeypatch.setattr(db, 'get_rows_by_ids', spy)
+    monkeypatch.setattr(db_changes, 'get_rows_by_ids', spy)
     manager.get_all_host_states(ctx)   # every row is held already
     assert asked == []
     service_id = states[1].service['id']
-    db.service_update(ctx, service_id, {'report_count': 5,
-                                        'updated_at': _late()})
+    writers.service_update(ctx, service_id, {'report_count': 5,
+                                             'updated_at': _late()})
     manager.get_all_host_states(ctx)
     assert asked == [([], [service_id])]
     assert states[1].service['report_count'] == 5
@@ -359,10 +363,10 @@ def test_rows_stamped_before_the_margin_wait_for_the_full_read(
         ctx, monkeypatch, conf):
     node = seed.add_compute(ctx, 'h1', memory_mb=4096,
                             created_at=_late(minutes=10))
-    monkeypatch.setattr(host_manager, 'SWEEP_INTERVAL', 0.0)
+    monkeypatch.setattr(refresh, 'SWEEP_INTERVAL', 0.0)
     manager = host_manager.HostManager(ctx)
     state = manager.get_all_host_states(ctx)[0]
-    db.compute_node_update(ctx, node['id'], {
+    writers.compute_node_update(ctx, node['id'], {
         'free_ram_mb': 1024, 'memory_mb_used': 3072,
         'updated_at': _late(minutes=1)})
     manager.get_all_host_states(ctx)
@@ -374,7 +378,7 @@ def test_rows_stamped_before_the_margin_wait_for_the_full_read(
 
 def test_a_late_new_node_makes_a_full_read(ctx, monkeypatch):
     seed.add_compute(ctx, 'h1')
-    monkeypatch.setattr(host_manager, 'SWEEP_INTERVAL', 0.0)
+    monkeypatch.setattr(refresh, 'SWEEP_INTERVAL', 0.0)
     manager = host_manager.HostManager(ctx)
     manager.get_all_host_states(ctx)
     seed.add_compute(ctx, 'h2', created_at=_late())

@@ -9,11 +9,12 @@ has the cell it was read from, is tested on Nova's own databases in
 """
 
 import pytest
-import seed
 
 from scheduler import host_manager
+from scheduler.engine import pipeline
 from scheduler.objects import cell_mapping
 from scheduler.objects import request_spec
+from scheduler_tools import seed
 
 NOVA_CELL = '6f1c3a3e-2f43-4c4e-9d1e-0a7c9b1d2e3f'
 
@@ -50,7 +51,8 @@ def test_the_configured_cell_uuid_names_the_hosts_cell(ctx, conf):
     manager = host_manager.HostManager(ctx)
     states = manager.get_all_host_states(ctx)
     assert {state.cell_uuid for state in states} == {NOVA_CELL}
-    kept = manager.get_filtered_hosts(states, _destination(NOVA_CELL, 'h2'))
+    kept = pipeline.Pipeline(manager).get_filtered_hosts(
+        states, _destination(NOVA_CELL, 'h2'))
     assert [state.host for state in kept] == ['h2']
 
 
@@ -58,5 +60,5 @@ def test_a_requested_cell_the_hosts_are_not_in_matches_nothing(ctx, conf):
     conf.set_override('cell_uuid', NOVA_CELL, 'scheduler')
     manager = host_manager.HostManager(ctx)
     states = manager.get_all_host_states(ctx)
-    assert manager.get_filtered_hosts(
+    assert pipeline.Pipeline(manager).get_filtered_hosts(
         states, _destination(cell_mapping.SINGLE_CELL_UUID)) == []

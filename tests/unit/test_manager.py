@@ -6,7 +6,6 @@ import uuid
 
 import oslo_messaging as messaging
 import pytest
-import seed
 import sqlalchemy as sa
 
 from scheduler import exception
@@ -15,6 +14,8 @@ from scheduler import rpc
 from scheduler.db import api as db
 from scheduler.db import claims
 from scheduler.objects import request_group
+from scheduler_tools import seed
+from scheduler_tools import writers
 
 
 def _raises(cls, func, *args, **kwargs):
@@ -77,13 +78,13 @@ def test_unreachable_database_is_a_specific_error(endpoint, tmp_path):
     ctx, mgr = endpoint
     # The connection itself fails (a raw DBAPI error under SQLAlchemy
     # 2.1, which oslo.db does not translate).
-    db.reset_for_tests('sqlite:///%s' % (tmp_path / 'missing' / 'x.sqlite'))
+    writers.reset_engine('sqlite:///%s' % (tmp_path / 'missing' / 'x.sqlite'))
     try:
         err = _raises(exception.DatabaseUnavailable,
                       mgr.select_destinations, ctx,
                       spec_obj=seed.make_spec())
     finally:
-        db.reset_for_tests()
+        writers.reset_engine()
     assert 'database is unavailable' in str(err)
 
 

@@ -8,7 +8,6 @@ import textwrap
 
 import oslo_messaging as messaging
 import pytest
-import seed
 from oslo_config import cfg
 from oslo_messaging.notify import _impl_test
 from test_notifications_payload import rich_spec
@@ -23,6 +22,7 @@ from scheduler.drivers import filter_scheduler
 from scheduler.objects import instance_group as group_obj
 from scheduler.objects import notification as payloads
 from scheduler.objects import request_spec
+from scheduler_tools import seed
 
 START = 'scheduler.select_destinations.start'
 END = 'scheduler.select_destinations.end'

@@ -11,6 +11,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from scheduler import numa
+from scheduler import numa_topology
 from scheduler.objects import numa as numa_obj
 from scheduler.objects import pci as pci_obj
 
@@ -77,11 +78,11 @@ def test_parse_plain_and_primitive_forms_agree():
                       cpu_usage=1, memory_usage=256, pinned_cpus=[1],
                       mempages=[SMALL, {'size_kb': 2048, 'total': 8,
                                         'used': 2, 'reserved': 1}])
-    from_plain = numa.parse_host_topology(plain(cell))
-    from_primitive = numa.parse_host_topology(primitive(cell))
+    from_plain = numa_topology.parse_host_topology(plain(cell))
+    from_primitive = numa_topology.parse_host_topology(primitive(cell))
     assert from_plain.cells == from_primitive.cells
-    assert from_plain.fmt == numa.FORMAT_PLAIN
-    assert from_primitive.fmt == numa.FORMAT_PRIMITIVE
+    assert from_plain.fmt == numa_topology.FORMAT_PLAIN
+    assert from_primitive.fmt == numa_topology.FORMAT_PRIMITIVE
     parsed = from_plain.cells[0]
     assert parsed.cpuset == {0, 1}
     assert parsed.memory == 1024
@@ -90,14 +91,14 @@ def test_parse_plain_and_primitive_forms_agree():
     assert parsed.free_pcpus == {0}
     assert parsed.siblings == (frozenset({0, 1}),)
     assert parsed.threads_per_core == 2
-    assert parsed.mempages[1] == numa.MemPages(2048, 8, 2, 1)
+    assert parsed.mempages[1] == numa_topology.MemPages(2048, 8, 2, 1)
     assert parsed.mempages[1].free == 5
     assert parsed.mempages[1].free_kb == 5 * 2048
     assert parsed.pcpuset is None
 
 
 def test_parse_defaults_missing_usage_to_zero():
-    topo = numa.parse_host_topology(json.dumps(
+    topo = numa_topology.parse_host_topology(json.dumps(
         {'cells': [{'id': 3, 'cpuset': [0], 'memory': 64}]}))
     cell = topo.cells[0]
     assert (cell.cpu_usage, cell.memory_usage, cell.pinned_cpus,
@@ -106,25 +107,26 @@ def test_parse_defaults_missing_usage_to_zero():
 
 def test_parse_reads_pcpuset():
     cell = plain_cell(0, [0, 1], pcpuset=[2, 3])
-    parsed = numa.parse_host_topology(plain(cell)).cells[0]
+    parsed = numa_topology.parse_host_topology(plain(cell)).cells[0]
     assert parsed.pcpuset == {2, 3}
     assert parsed.usable_cpus(True) == {2, 3}
     assert parsed.usable_cpus(False) == {0, 1}
 
 
 def test_parse_none_empty_and_objects():
-    assert numa.parse_host_topology(None) is None
-    assert numa.parse_host_topology('') is None
-    assert numa.parse_host_topology('null') is None
-    topo = numa.parse_host_topology(two_cells())
-    assert numa.parse_host_topology(topo) is topo
+    assert numa_topology.parse_host_topology(None) is None
+    assert numa_topology.parse_host_topology('') is None
+    assert numa_topology.parse_host_topology('null') is None
+    topo = numa_topology.parse_host_topology(two_cells())
+    assert numa_topology.parse_host_topology(topo) is topo
     as_dict = json.loads(two_cells())
-    assert numa.parse_host_topology(as_dict).cells == topo.cells
+    assert numa_topology.parse_host_topology(as_dict).cells == topo.cells
 
 
 def test_parse_caches_by_text():
     text = two_cells()
-    assert numa.parse_host_topology(text) is numa.parse_host_topology(text)
+    assert (numa_topology.parse_host_topology(text)
+            is numa_topology.parse_host_topology(text))
 
 
 @pytest.mark.parametrize('bad', [
@@ -139,13 +141,13 @@ def test_parse_caches_by_text():
     '{"cells": [{"id": 0, "cpuset": [0], "memory": 1, "siblings": 1}]}',
 ])
 def test_parse_rejects_unreadable_topologies(bad):
-    with pytest.raises(numa.InvalidNUMATopology):
-        numa.parse_host_topology(bad)
+    with pytest.raises(numa_topology.InvalidNUMATopology):
+        numa_topology.parse_host_topology(bad)
 
 
 def test_parse_rejects_other_types():
-    with pytest.raises(numa.InvalidNUMATopology):
-        numa.parse_host_topology(12)
+    with pytest.raises(numa_topology.InvalidNUMATopology):
+        numa_topology.parse_host_topology(12)
 
 
 # -- writing back ----------------------------------------------------------
@@ -155,11 +157,11 @@ def test_topology_to_raw_keeps_the_primitive_and_unknown_keys():
         SMALL, {'size_kb': 2048, 'total': 4, 'used': 0, 'reserved': 0}])))
     raw['nova_object.data']['cells'][0]['nova_object.data']['socket'] = 7
     text = json.dumps(raw)
-    host = numa.parse_host_topology(text)
+    host = numa_topology.parse_host_topology(text)
     fitted = numa.fit_instance_to_host(
         host, itopo(icell([0], 4, pagesize=2048, cpu_policy='dedicated')))
-    written = numa.topology_to_raw(numa.usage_from_instance(host, fitted),
-                                   text)
+    written = numa_topology.topology_to_raw(
+        numa.usage_from_instance(host, fitted), text)
     assert isinstance(written, str)
     value = json.loads(written)
     cell = value['nova_object.data']['cells'][0]
@@ -170,26 +172,26 @@ def test_topology_to_raw_keeps_the_primitive_and_unknown_keys():
     assert data['mempages'][1]['nova_object.data']['used'] == 2
     assert 'pinned_cpus' in cell['nova_object.changes']
     assert value['nova_object.name'] == 'NUMATopology'
-    reparsed = numa.parse_host_topology(written)
+    reparsed = numa_topology.parse_host_topology(written)
     assert reparsed.cells == numa.usage_from_instance(host, fitted).cells
 
 
 def test_topology_to_raw_of_a_dict_is_a_dict_and_of_an_object_the_object():
     as_dict = json.loads(two_cells())
-    host = numa.parse_host_topology(as_dict)
-    assert numa.topology_to_raw(host, as_dict) == as_dict
-    assert numa.topology_to_raw(host, host) is host
-    assert numa.topology_to_raw(None, as_dict) is None
+    host = numa_topology.parse_host_topology(as_dict)
+    assert numa_topology.topology_to_raw(host, as_dict) == as_dict
+    assert numa_topology.topology_to_raw(host, host) is host
+    assert numa_topology.topology_to_raw(None, as_dict) is None
 
 
 def test_topology_to_dict_of_a_built_topology():
-    cell = numa.HostNUMACell(id=0, cpuset=frozenset({0, 1}), memory=512,
-                             mempages=(numa.MemPages(4, 10),),
-                             pcpuset=frozenset({2}))
-    for fmt in (numa.FORMAT_PLAIN, numa.FORMAT_PRIMITIVE):
-        topo = numa.HostNUMATopology(cells=(cell,), fmt=fmt)
-        as_dict = numa.topology_to_dict(topo)
-        assert numa.parse_host_topology(as_dict).cells == (cell,)
+    cell = numa_topology.HostNUMACell(
+        id=0, cpuset=frozenset({0, 1}), memory=512,
+        mempages=(numa_topology.MemPages(4, 10),), pcpuset=frozenset({2}))
+    for fmt in (numa_topology.FORMAT_PLAIN, numa_topology.FORMAT_PRIMITIVE):
+        topo = numa_topology.HostNUMATopology(cells=(cell,), fmt=fmt)
+        as_dict = numa_topology.topology_to_dict(topo)
+        assert numa_topology.parse_host_topology(as_dict).cells == (cell,)
     assert as_dict['nova_object.name'] == 'NUMATopology'
 
 
@@ -356,7 +358,7 @@ def test_require_uses_only_cores_with_free_siblings():
 def test_isolate_takes_whole_cores_and_blocks_their_siblings():
     request = itopo(icell([0, 1], 512, cpu_policy='dedicated',
                           cpu_thread_policy='isolate'))
-    host = numa.parse_host_topology(two_cells())
+    host = numa_topology.parse_host_topology(two_cells())
     fitted = numa.fit_instance_to_host(host, request)
     assert pinning(fitted) == {0: 0, 1: 2}
     used = numa.usage_from_instance(host, fitted).cells[0]
@@ -386,7 +388,7 @@ def test_isolate_on_a_host_without_siblings_is_plain_pinning():
 
 
 def test_pcpuset_is_used_for_pinned_and_cpuset_for_shared():
-    host = numa.parse_host_topology(plain(
+    host = numa_topology.parse_host_topology(plain(
         plain_cell(0, [0, 1], pcpuset=[2, 3], siblings=[])))
     pinned = itopo(icell([0, 1], 64, cpu_policy='dedicated'))
     fitted = numa.fit_instance_to_host(host, pinned)
@@ -406,7 +408,7 @@ def test_emulator_threads_isolate_reserves_a_cpu_on_the_first_cell():
     request = itopo(icell([0, 1], 64, cpu_policy='dedicated'),
                     icell([2], 64, cell_id=1, cpu_policy='dedicated'),
                     emulator_threads_policy='isolate')
-    host = numa.parse_host_topology(two_cells())
+    host = numa_topology.parse_host_topology(two_cells())
     fitted = numa.fit_instance_to_host(host, request)
     assert set(fitted.cells[0].cpuset_reserved) == {2}
     assert fitted.cells[1].cpuset_reserved is None
@@ -481,7 +483,7 @@ def test_explicit_pages_may_exceed_the_cell_memory_figure():
 
 
 def test_page_usage_is_recorded_and_freed():
-    host = numa.parse_host_topology(_paged_host(SMALL, HUGE))
+    host = numa_topology.parse_host_topology(_paged_host(SMALL, HUGE))
     fitted = numa.fit_instance_to_host(host, itopo(icell([0], 1024,
                                                          pagesize=2048)))
     used = numa.usage_from_instance(host, fitted)
@@ -527,7 +529,7 @@ def test_fit_with_pci_requests_and_no_pools_fails():
 # -- accounting ------------------------------------------------------------
 
 def test_usage_of_an_unpinned_instance():
-    host = numa.parse_host_topology(two_cells())
+    host = numa_topology.parse_host_topology(two_cells())
     fitted = numa.fit_instance_to_host(host, itopo(icell([0, 1], 1024)))
     used = numa.usage_from_instance(host, fitted)
     assert (used.cells[0].cpu_usage, used.cells[0].memory_usage) == (2, 1024)
@@ -537,7 +539,7 @@ def test_usage_of_an_unpinned_instance():
 
 
 def test_usage_of_a_pinned_instance_on_a_legacy_host_counts_cpu_usage():
-    host = numa.parse_host_topology(two_cells())
+    host = numa_topology.parse_host_topology(two_cells())
     fitted = numa.fit_instance_to_host(
         host, itopo(icell([0, 1], 1024, cpu_policy='dedicated')))
     used = numa.usage_from_instance(host, fitted).cells[0]
@@ -545,7 +547,7 @@ def test_usage_of_a_pinned_instance_on_a_legacy_host_counts_cpu_usage():
 
 
 def test_usage_with_nothing_to_add():
-    host = numa.parse_host_topology(two_cells())
+    host = numa_topology.parse_host_topology(two_cells())
     assert numa.usage_from_instance(host, None) is host
     assert numa.usage_from_instance(None, None) is None
 
@@ -573,14 +575,14 @@ def test_consume_records_numa_usage_in_the_stored_shape():
     fitted = numa.consume_numa_and_pci(host_state, spec)
     assert pinning(fitted) == {0: 0, 1: 1}
     assert isinstance(host_state.numa_topology, str)
-    cell = numa.parse_host_topology(host_state.numa_topology).cells[0]
+    cell = numa_topology.parse_host_topology(host_state.numa_topology).cells[0]
     assert (cell.pinned_cpus, cell.memory_usage) == ({0, 1}, 1024)
     assert json.loads(host_state.numa_topology)['nova_object.name'] == \
         'NUMATopology'
     assert spec.numa_topology.obj_to_primitive() == before
     # The next instance of the request sees the consumption.
     numa.consume_numa_and_pci(host_state, spec)
-    cell = numa.parse_host_topology(host_state.numa_topology).cells[0]
+    cell = numa_topology.parse_host_topology(host_state.numa_topology).cells[0]
     assert cell.pinned_cpus == {0, 1, 2, 3}
 
 
@@ -705,7 +707,7 @@ def _requests(draw):
 @given(_hosts(), _requests(), st.floats(1.0, 4.0), st.floats(1.0, 2.0))
 def test_a_fitted_instance_never_exceeds_a_host_cell(host_text, request,
                                                      cpu_ratio, ram_ratio):
-    host = numa.parse_host_topology(host_text)
+    host = numa_topology.parse_host_topology(host_text)
     lim = limits(cpu=cpu_ratio, ram=ram_ratio)
     fitted = numa.fit_instance_to_host(host, request, limits=lim)
     if fitted is None:
@@ -738,3 +740,11 @@ def test_a_fitted_instance_never_exceeds_a_host_cell(host_text, request,
             assert new.memory_usage <= old.memory * ram_ratio
             assert new.cpu_usage <= len(old.cpuset) * cpu_ratio
             assert new.pinned_cpus == old.pinned_cpus
+
+
+def test_topology_names_still_importable_from_numa():
+    for name in ('FORMAT_PLAIN', 'FORMAT_PRIMITIVE', 'HostNUMACell',
+                 'HostNUMATopology', 'InvalidNUMATopology', 'MemPages',
+                 'parse_host_topology', 'topology_to_dict',
+                 'topology_to_raw'):
+        assert getattr(numa, name) is getattr(numa_topology, name)

@@ -162,7 +162,7 @@ def _refresh_statement(dialect):
         set_={name: _merged(NODE_CLAIMS, new, name) for name in names})
 
 
-_STATEMENTS = {}
+_STATEMENTS: dict = {}
 
 
 def refresh(connection, snapshots):

@@ -26,7 +26,8 @@ logged and skipped: its claims can only expire, unrefreshed.
 import sqlalchemy as sa
 from oslo_log import log as logging
 
-from scheduler.db import claims
+from scheduler.db import api
+from scheduler.db import claim_sql
 from scheduler.db import source
 from scheduler.db.nova import cells
 from scheduler.db.nova import node_claims
@@ -36,7 +37,7 @@ LOG = logging.getLogger(__name__)
 
 NODES = schema.COMPUTE_NODES
 INSTANCES = schema.INSTANCES
-CLAIMS = claims.CLAIMS
+CLAIMS = claim_sql.CLAIMS
 NODE_CLAIMS = node_claims.NODE_CLAIMS
 
 
@@ -50,8 +51,8 @@ def _claims_with_nodes(context):
                      NODE_CLAIMS,
                      NODE_CLAIMS.c.id == CLAIMS.c.compute_node_id))
                  .order_by(CLAIMS.c.id))
-    with claims.context_manager.reader.using(context) as session:
-        return claims._rows(session, statement)
+    with claim_sql.context_manager.reader.using(context) as session:
+        return claim_sql.select_rows(session, statement)
 
 
 def _read_cell(rows):
@@ -62,14 +63,14 @@ def _read_cell(rows):
 
     def read(cell, connection):
         instances, nodes = {}, {}
-        for chunk in claims._chunks(uuids, claims.api.IN_CHUNK_SIZE):
+        for chunk in claim_sql.chunks(uuids, api.IN_CHUNK_SIZE):
             for found in connection.execute(sa.select(
                     INSTANCES.c.uuid, INSTANCES.c.host,
                     INSTANCES.c.updated_at, INSTANCES.c.created_at).where(
                     INSTANCES.c.uuid.in_(chunk),
                     INSTANCES.c.deleted == 0)).mappings():
                 instances[found['uuid']] = dict(found)
-        for chunk in claims._chunks(node_uuids, claims.api.IN_CHUNK_SIZE):
+        for chunk in claim_sql.chunks(node_uuids, api.IN_CHUNK_SIZE):
             for found in connection.execute(sa.select(NODES).where(
                     NODES.c.uuid.in_(chunk))).mappings():
                 nodes[found['uuid']] = dict(found)
@@ -109,15 +110,16 @@ def _superseded(row, instances, nodes):
             node['updated_at'] > recorded)
 
 
-@claims._retry
+@claim_sql.retry
 def _release(context, row, snapshot):
     """Release one claim ``row``, storing the node's ``snapshot`` first
     (when not None); True when this call removed the claim."""
-    with claims.context_manager.writer.connection.using(
+    with claim_sql.context_manager.writer.connection.using(
             context) as connection:
         if snapshot is not None:
             node_claims.refresh(connection, [snapshot])
-        return bool(claims._release_rows(connection, [row], claims._utcnow()))
+        return bool(claim_sql.release_rows(connection, [row],
+                                             claim_sql.utcnow()))
 
 
 def _snapshot(row, nodes):
@@ -138,7 +140,7 @@ def reconcile(context, now):
 
     :param now: naive UTC datetime compared with ``expires_at``.
     :returns: ``{'expired': int, 'superseded': int}``, as
-        ``claims.reconcile``.
+        ``claim_reconcile.reconcile``.
     :raises oslo_db.exception.DBError: errors of our own database.
     """
     rows = _claims_with_nodes(context)

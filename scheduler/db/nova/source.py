@@ -26,7 +26,7 @@ returns them, with these differences:
 
 Incremental reads.  Nova's tables have no ``generation`` and no index on
 their timestamps: a changed-since read is one scan of each cell table
-(``api.changed_since``: ``created_at``, ``updated_at`` or ``deleted_at``
+(``db_changes.changed_since``: ``created_at``, ``updated_at`` or ``deleted_at``
 after ``since``), and a row's version (``row_version``) is made of the
 columns Nova has: the timestamps and ``deleted``, the usage columns a
 report changes (so that two reports within one second - MySQL keeps
@@ -45,14 +45,14 @@ read at ``start`` only (Nova reads them at start and on SIGHUP).
 
 import datetime
 import functools
-import threading
 
 import sqlalchemy as sa
 from oslo_log import log as logging
 
 from scheduler import exception
-from scheduler.conf import CONF
 from scheduler.db import api
+from scheduler.db import changes as db_changes
+from scheduler.db.nova import cell_access
 from scheduler.db.nova import cells
 from scheduler.db.nova import ids
 from scheduler.db.nova import node_claims
@@ -60,10 +60,12 @@ from scheduler.db.nova import schema
 
 LOG = logging.getLogger(__name__)
 
-# The start of a change read that must return everything.
-EPOCH = datetime.datetime(1970, 1, 1)
-# Most values in one ``IN (...)`` list.
-CHUNK = api.IN_CHUNK_SIZE
+EPOCH = cell_access.EPOCH
+CHUNK = cell_access.CHUNK
+_later = cell_access._later
+_chunks = cell_access._chunks
+_live = cell_access._live
+_rows = cell_access._rows
 
 NODES = schema.COMPUTE_NODES
 SERVICES = schema.SERVICES
@@ -84,238 +86,10 @@ _GROUP_TABLES = (schema.INSTANCE_GROUPS, schema.INSTANCE_GROUP_POLICIES,
                  schema.INSTANCE_GROUP_MEMBERS)
 
 
-def _later(first, second):
-    """The later of two naive datetimes, either of which may be None."""
-    if first is None or second is None:
-        return first or second
-    return max(first, second)
-
-
-def _chunks(items, size=CHUNK):
-    items = sorted(items)
-    for start in range(0, len(items), size):
-        yield items[start:start + size]
-
-
-def _live(table):
-    return table.c.deleted == 0
-
-
-def _rows(connection, statement, params=None):
-    return [dict(row) for row in
-            connection.execute(statement, params).mappings()]
-
-
-class NovaSource:
+class NovaSource(cell_access.CellAccess):
     """The reads of ``HostSource`` on a Nova deployment's databases
     (module docstring).  Thread-safe; ``start`` before use, ``stop`` to
     close the engines."""
-
-    def __init__(self, conf=CONF):
-        self._conf = conf
-        self._api = None
-        self._mappings = []
-        self._cells = []             # Cell to schedule to, by mapping id
-        self._by_id = {}             # cell_mappings.id -> Cell
-        self._service_cell = None
-        self._snapshots = {}         # view node id -> node_claims.Snapshot
-        self._host_cell = {}         # host -> cell_mappings.id of its nodes
-        self._missed = {}            # cell_mappings.id -> earliest since
-        self._lock = threading.Lock()
-
-    # -- life cycle ------------------------------------------------------
-
-    def start(self):
-        """Open and check the API database, every cell database to
-        schedule to, and our own ``scheduler_node_claims``.
-
-        :raises cells.CellsError: one of them cannot be used (one line).
-        """
-        url = self._conf.api_database.connection
-        try:
-            self._api = cells.create_engine(url, self._conf)
-        except cells.CellsError as exc:
-            raise cells.CellsError(
-                '[api_database] connection: %s' % exc) from exc
-        cells.check_tables(self._api, schema.API,
-                           '[api_database] connection')
-        self._mappings = cells.read_mappings(self._api)
-        wanted = cells.scheduled(self._mappings)
-        if not wanted:
-            raise cells.CellsError(
-                'the API database %s maps no enabled cell besides cell0 '
-                '(nova-manage cell_v2 create_cell)'
-                % cells.safe_url(self._api.url))
-        self._cells = [cells.open_cell(mapping, self._conf)
-                       for mapping in wanted]
-        self._by_id = {cell.id: cell for cell in self._cells}
-        for cell in self._cells:
-            cells.check(cell)
-        self._check_own_database()
-        LOG.info('Nova database mode: scheduling to %d cell(s): %s',
-                 len(self._cells),
-                 ', '.join(cell.label for cell in self._cells))
-
-    @staticmethod
-    def _check_own_database():
-        try:
-            with api.get_engine().connect() as connection:
-                connection.execute(sa.select(node_claims.NODE_CLAIMS).where(
-                    sa.false())).all()
-        except cells.DATABASE_ERRORS as exc:
-            raise cells.CellsError(
-                '[database] connection (the scheduler\'s own database) '
-                'has no scheduler_node_claims table: run scheduler-manage '
-                'db sync (%s)' % cells._first_line(exc)) from exc
-
-    def stop(self):
-        """Close every engine."""
-        extra = [self._service_cell] if self._service_cell else []
-        cells.dispose(self._cells + [c for c in extra
-                                     if c not in self._cells])
-        if self._api is not None:
-            self._api.dispose()
-
-    def service_cell(self):
-        """The ``Cell`` whose database keeps the service's row
-        (``[scheduler] service_cell``, a name or uuid), opened once.
-
-        :raises cells.CellsError: no cell mapping has that name or uuid,
-            or its database cannot be reached.
-        """
-        if self._service_cell is None:
-            wanted = self._conf.scheduler.service_cell
-            mapping = cells.find(self._mappings, wanted)
-            if mapping is None:
-                raise cells.CellsError(
-                    '[scheduler] service_cell: no cell mapping is named or '
-                    'has the uuid %r' % wanted)
-            self._service_cell = (self._by_id.get(mapping['id']) or
-                                  cells.open_cell(mapping, self._conf))
-        return self._service_cell
-
-    @property
-    def cells(self):
-        """The ``Cell`` objects scheduled to, by ``cell_mappings.id``."""
-        return list(self._cells)
-
-    def cell_of(self, view_id):
-        """The scheduled ``Cell`` of a view id, or None."""
-        return self._by_id.get(ids.cell_id(view_id))
-
-    # -- per cell --------------------------------------------------------
-
-    def _since(self, cell, since):
-        missed = self._missed.get(cell.id)
-        return since if missed is None else min(since, missed)
-
-    def _skip(self, cell, since, exc):
-        LOG.warning('Cell %s is skipped: its database cannot be read (%s)',
-                    cell.label, cells._first_line(exc))
-        with self._lock:
-            missed = self._missed.get(cell.id)
-            since = since or EPOCH
-            self._missed[cell.id] = since if missed is None else min(
-                missed, since)
-
-    def _each_cell(self, read, since=None, clears=False, only=None):
-        """``[(cell, read(cell, connection))]`` over the scheduled cells
-        (or the cells of ``only``, mapping ids); a cell that fails is
-        skipped (``_skip`` with ``since``).  With ``clears``, a cell read
-        forgets what it missed.  Raises the last error when every
-        scheduled cell failed (never with ``only``)."""
-        results, error = [], None
-        for cell in self._cells:
-            if only is not None and cell.id not in only:
-                continue
-            try:
-                with cell.engine.connect() as connection:
-                    results.append((cell, read(cell, connection)))
-            except cells.DATABASE_ERRORS as exc:
-                error = exc
-                self._skip(cell, since, exc)
-                continue
-            if clears:
-                with self._lock:
-                    self._missed.pop(cell.id, None)
-        if error is not None and not results and only is None:
-            raise error
-        return results
-
-    def _nodes_of_failed(self, found):
-        """The view ids of the nodes last read from the scheduled cells
-        missing from ``found`` (``_each_cell``'s result)."""
-        failed = {cell.id for cell in self._cells} - {
-            cell.id for cell, _rows in found}
-        if not failed:
-            return set()
-        return {view_id for view_id in list(self._snapshots)
-                if ids.cell_id(view_id) in failed}
-
-    # -- row shapes ------------------------------------------------------
-
-    def _node(self, cell, row, sums):
-        """The view's dict of a Nova ``compute_nodes`` row (module
-        docstring), its claims ``sums`` added; records its snapshot."""
-        view_id = ids.global_id(cell.id, row['id'])
-        self._snapshots[view_id] = node_claims.snapshot_of(
-            view_id, cell.uuid, row)
-        if row['host'] is not None:
-            self._host_cell[row['host']] = cell.id
-        node = dict(row, id=view_id, cell_uuid=cell.uuid,
-                    reported_at=row['updated_at'], **sums._asdict())
-        node['updated_at'] = _later(row['updated_at'],
-                                    sums.claims_updated_at)
-        return node
-
-    @staticmethod
-    def _tagged(cell, row):
-        """A services or instances row with the view's id and its cell."""
-        return dict(row, id=ids.global_id(cell.id, row['id']),
-                    cell_uuid=cell.uuid)
-
-    def _claim_sums(self, context, ids_=None):
-        with api.context_manager.reader.connection.using(
-                context) as connection:
-            return node_claims.sums(connection, ids_)
-
-    def _nodes(self, context, cell_rows, sums=None):
-        """Shape ``[(cell, [compute_nodes rows])]``, reading the claims
-        sums of the nodes not in ``sums``."""
-        sums = dict(sums or {})
-        wanted = {ids.global_id(cell.id, row['id'])
-                  for cell, rows in cell_rows for row in rows} - sums.keys()
-        if wanted:
-            sums.update(self._claim_sums(context, wanted))
-        return [self._node(cell, row, sums.get(
-                    ids.global_id(cell.id, row['id']), node_claims.NO_SUMS))
-                for cell, rows in cell_rows for row in rows]
-
-    def _by_cell(self, view_ids):
-        """``{cell_mappings.id: [local ids]}`` of ``view_ids``."""
-        grouped = {}
-        for view_id in view_ids:
-            grouped.setdefault(ids.cell_id(view_id), []).append(
-                ids.local_id(view_id))
-        return grouped
-
-    def _read_by_ids(self, table, view_ids, columns=None):
-        """``[(cell, rows)]``: the rows of ``table`` (deleted ones too)
-        with these view ids, all columns or ``id`` and ``columns``, from
-        the scheduled cells that answer."""
-        grouped = self._by_cell(view_ids)
-        if not grouped:
-            return []
-        statement = (sa.select(table.c.id, *[table.c[c] for c in columns])
-                     if columns else sa.select(table))
-
-        def read(cell, connection):
-            rows = []
-            for chunk in _chunks(grouped[cell.id]):
-                rows.extend(_rows(connection, statement.where(
-                    table.c.id.in_(chunk))))
-            return rows
-        return self._each_cell(read, only=grouped.keys())
 
     # -- compute nodes ---------------------------------------------------
 
@@ -482,7 +256,7 @@ class NovaSource:
 
     def get_changes_since(self, context, since, binary='nova-compute'):
         """What changed after ``since`` in the scheduled cells and in our
-        claims, shaped as ``api.get_changes_since``'s result.  A compute
+        claims, shaped as ``db_changes.get_changes_since``'s result.  A compute
         node whose claims changed comes with its current row; the nodes
         of a cell that cannot be read count as deleted."""
         readers = {'compute_nodes': self._changed(NODES, since),
@@ -500,7 +274,7 @@ class NovaSource:
         extra = claimed.keys() - {row['id'] for row in computes}
         computes += self._nodes(context, self._read_by_ids(NODES, extra),
                                 claimed)
-        changes = api.changes_of(
+        changes = db_changes.changes_of(
             sorted(computes, key=lambda row: row['id']),
             [self._tagged(cell, row)
              for cell, rows in found for row in rows['services']],
@@ -557,7 +331,7 @@ class NovaSource:
                                self._read_by_ids(NODES, compute_node_ids))
         services = [self._tagged(cell, row) for cell, rows in
                     self._read_by_ids(SERVICES, service_ids) for row in rows]
-        return api.changes_of(computes, services, [])
+        return db_changes.changes_of(computes, services, [])
 
     @staticmethod
     def row_version(table_name, row):
@@ -576,7 +350,7 @@ class NovaSource:
         dialects = {cell.engine.dialect.name for cell in self._cells}
         if 'mysql' in dialects:
             return datetime.timedelta(seconds=1)
-        return api.timestamp_resolution()
+        return db_changes.timestamp_resolution()
 
     @staticmethod
     def cell_uuid(compute):
@@ -591,7 +365,7 @@ def _changed_statement(table, binary, columns):
     the table, which has no timestamp index in Nova's schema."""
     selected = ([table.c.id] + [table.c[c] for c in columns]
                 if columns else [table])
-    statement = sa.select(*selected).where(api.changed_since(table))
+    statement = sa.select(*selected).where(db_changes.changed_since(table))
     if binary is not None:
         statement = statement.where(table.c.binary == binary)
     return statement.order_by(table.c.id)

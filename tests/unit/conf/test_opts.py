@@ -1,6 +1,6 @@
 """Options: help text, Nova's Ocata names and defaults, the Newton
 ``[DEFAULT]`` aliases read from a real config file, and the sample file
-generator (reference 6.1, 6.2, 6.4)."""
+generator."""
 
 import os
 import shutil

@@ -15,6 +15,7 @@ import pytest
 from scheduler import context
 from scheduler.db import api
 from scheduler.db import migration
+from scheduler_tools import writers
 
 BACKENDS = ('sqlite', 'postgresql', 'mysql')
 
@@ -40,9 +41,9 @@ def db_url(request, tmp_path):
 def db_engine(db_url):
     """``scheduler.db.api`` pointed at ``db_url``, schema not created;
     yields its engine, then puts the module back in its initial state."""
-    api.reset_for_tests(db_url)
+    writers.reset_engine(db_url)
     yield api.get_engine()
-    api.reset_for_tests()
+    writers.reset_engine()
 
 
 @pytest.fixture

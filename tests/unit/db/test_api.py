@@ -17,6 +17,8 @@ from oslo_utils import timeutils
 
 from scheduler import exception
 from scheduler.db import api
+from scheduler.db import changes as db_changes
+from scheduler_tools import writers
 
 # MySQL DATETIME keeps whole seconds.
 TIME_SLACK = datetime.timedelta(seconds=2)
@@ -36,7 +38,8 @@ def _node_values(host='host1', node=None, **extra):
 
 
 def _create_nodes(ctx, count, **extra):
-    return [api.compute_node_create(ctx, _node_values('host%d' % i, **extra))
+    return [writers.compute_node_create(ctx,
+                                        _node_values('host%d' % i, **extra))
             for i in range(count)]
 
 
@@ -87,7 +90,7 @@ class _StatementCounter:
 # ------------------------------------------------------- compute nodes --
 
 def test_compute_node_create_fills_defaults(ctx):
-    node = api.compute_node_create(ctx, _node_values())
+    node = writers.compute_node_create(ctx, _node_values())
     assert uuid.UUID(node['uuid']).version == 4
     assert node['stats'] == '{}'
     assert node['generation'] == 0
@@ -99,7 +102,7 @@ def test_compute_node_create_fills_defaults(ctx):
 
 
 def test_compute_node_create_serialises_json_columns(ctx):
-    node = api.compute_node_create(ctx, _node_values(
+    node = writers.compute_node_create(ctx, _node_values(
         stats={'num_instances': '3'},
         supported_instances=[['x86_64', 'kvm', 'hvm']],
         numa_topology='{"cells": []}'))
@@ -110,12 +113,12 @@ def test_compute_node_create_serialises_json_columns(ctx):
 
 def test_compute_node_create_rejects_unknown_column(ctx):
     with pytest.raises(exception.Invalid, match='no_such_column'):
-        api.compute_node_create(ctx, _node_values(no_such_column=1))
+        writers.compute_node_create(ctx, _node_values(no_such_column=1))
 
 
 def test_compute_node_get_all_orders_by_id_and_hides_deleted(ctx):
     nodes = _create_nodes(ctx, 3)
-    api.compute_node_delete(ctx, nodes[1]['id'])
+    writers.compute_node_delete(ctx, nodes[1]['id'])
     found = api.compute_node_get_all(ctx)
     assert [n['id'] for n in found] == [nodes[0]['id'], nodes[2]['id']]
     assert found[0] == nodes[0]
@@ -123,8 +126,8 @@ def test_compute_node_get_all_orders_by_id_and_hides_deleted(ctx):
 
 
 def test_compute_node_delete_is_soft(ctx):
-    node = api.compute_node_create(ctx, _node_values())
-    api.compute_node_delete(ctx, node['id'])
+    node = writers.compute_node_create(ctx, _node_values())
+    writers.compute_node_delete(ctx, node['id'])
     row = _raw_row(api.COMPUTE_NODES, node['id'])
     assert row['deleted'] == node['id']
     _assert_recent(row['deleted_at'])
@@ -132,23 +135,23 @@ def test_compute_node_delete_is_soft(ctx):
     with pytest.raises(exception.NotFound):
         api.compute_node_get(ctx, node['id'])
     with pytest.raises(exception.NotFound):
-        api.compute_node_delete(ctx, node['id'])
+        writers.compute_node_delete(ctx, node['id'])
 
 
 def test_compute_node_unique_host_node_among_live_rows(ctx):
-    node = api.compute_node_create(ctx, _node_values())
+    node = writers.compute_node_create(ctx, _node_values())
     with pytest.raises(db_exc.DBDuplicateEntry):
-        api.compute_node_create(ctx, _node_values())
-    api.compute_node_delete(ctx, node['id'])
-    again = api.compute_node_create(ctx, _node_values())
+        writers.compute_node_create(ctx, _node_values())
+    writers.compute_node_delete(ctx, node['id'])
+    again = writers.compute_node_create(ctx, _node_values())
     assert again['id'] != node['id']
 
 
 def test_compute_node_update_bumps_generation(ctx):
-    node = api.compute_node_create(ctx, _node_values())
-    first = api.compute_node_update(ctx, node['id'], {'free_ram_mb': 1024})
-    second = api.compute_node_update(ctx, node['id'],
-                                     {'stats': {'io_workload': '2'}})
+    node = writers.compute_node_create(ctx, _node_values())
+    first = writers.compute_node_update(ctx, node['id'], {'free_ram_mb': 1024})
+    second = writers.compute_node_update(ctx, node['id'],
+                                         {'stats': {'io_workload': '2'}})
     assert (first['generation'], second['generation']) == (1, 2)
     assert first['free_ram_mb'] == 1024
     assert second['stats'] == '{"io_workload": "2"}'
@@ -159,18 +162,18 @@ def test_compute_node_update_bumps_generation(ctx):
 
 @pytest.mark.parametrize('column', ['id', 'generation', 'deleted', 'bogus'])
 def test_compute_node_update_refuses_column(ctx, column):
-    node = api.compute_node_create(ctx, _node_values())
+    node = writers.compute_node_create(ctx, _node_values())
     with pytest.raises(exception.Invalid, match=column):
-        api.compute_node_update(ctx, node['id'], {column: 7})
+        writers.compute_node_update(ctx, node['id'], {column: 7})
     assert api.compute_node_get(ctx, node['id'])['generation'] == 0
 
 
 def test_compute_node_update_of_missing_or_deleted_node(ctx):
-    node = api.compute_node_create(ctx, _node_values())
-    api.compute_node_delete(ctx, node['id'])
+    node = writers.compute_node_create(ctx, _node_values())
+    writers.compute_node_delete(ctx, node['id'])
     for compute_id in (node['id'], node['id'] + 100):
         with pytest.raises(exception.NotFound):
-            api.compute_node_update(ctx, compute_id, {'free_ram_mb': 1})
+            writers.compute_node_update(ctx, compute_id, {'free_ram_mb': 1})
 
 
 def test_get_changes_since(ctx):
@@ -178,23 +181,23 @@ def test_get_changes_since(ctx):
     old = now - datetime.timedelta(hours=2)
     since = now - datetime.timedelta(hours=1)
     untouched, updated, deleted = _create_nodes(ctx, 3, created_at=old)
-    api.compute_node_update(ctx, updated['id'], {'free_ram_mb': 1})
-    api.compute_node_delete(ctx, deleted['id'])
-    created = api.compute_node_create(ctx, _node_values('new-host'))
-    old_service = api.service_create(ctx, {'host': 'host0',
+    writers.compute_node_update(ctx, updated['id'], {'free_ram_mb': 1})
+    writers.compute_node_delete(ctx, deleted['id'])
+    created = writers.compute_node_create(ctx, _node_values('new-host'))
+    old_service = writers.service_create(ctx, {'host': 'host0',
+                                               'binary': 'nova-compute',
+                                               'created_at': old})
+    beating = writers.service_create(ctx, {'host': 'host1',
                                            'binary': 'nova-compute',
                                            'created_at': old})
-    beating = api.service_create(ctx, {'host': 'host1',
-                                       'binary': 'nova-compute',
-                                       'created_at': old})
-    api.service_update(ctx, beating['id'], {'report_count': 1})
-    api.service_create(ctx, {'host': 'host1', 'binary': 'nova-conductor'})
-    api.instance_create(ctx, {'uuid': str(uuid.uuid4()), 'host': 'host0',
-                              'created_at': old})
-    fresh = api.instance_create(ctx, {'uuid': str(uuid.uuid4()),
-                                      'host': 'host1'})
+    writers.service_update(ctx, beating['id'], {'report_count': 1})
+    writers.service_create(ctx, {'host': 'host1', 'binary': 'nova-conductor'})
+    writers.instance_create(ctx, {'uuid': str(uuid.uuid4()), 'host': 'host0',
+                                  'created_at': old})
+    fresh = writers.instance_create(ctx, {'uuid': str(uuid.uuid4()),
+                                          'host': 'host1'})
 
-    changes = api.get_changes_since(ctx, since)
+    changes = db_changes.get_changes_since(ctx, since)
     assert [n['id'] for n in changes['compute_nodes']] == [updated['id'],
                                                            created['id']]
     assert changes['compute_nodes'][0]['generation'] == 1
@@ -203,7 +206,8 @@ def test_get_changes_since(ctx):
     assert [i['uuid'] for i in changes['instances']] == [fresh['uuid']]
     assert old_service['id'] not in {s['id'] for s in changes['services']}
 
-    later = api.get_changes_since(ctx, now + datetime.timedelta(hours=1))
+    later = db_changes.get_changes_since(
+        ctx, now + datetime.timedelta(hours=1))
     assert later == {'compute_nodes': [], 'deleted_compute_node_ids': set(),
                      'services': [], 'instances': []}
     assert untouched['id'] in api.compute_node_get_ids(ctx)
@@ -234,7 +238,7 @@ def test_changes_are_found_by_index_not_by_scan(db_engine):
     if dialect not in ('sqlite', 'postgresql'):
         pytest.skip('query plans are checked on SQLite and PostgreSQL')
     for table in (api.COMPUTE_NODES, api.SERVICES, api.INSTANCES):
-        statement = api._changed_since_select(table, dialect)
+        statement = db_changes._changed_since_select(table, dialect)
         table = table.name
         if dialect == 'sqlite':
             details = _plan(db_engine, statement, 'EXPLAIN QUERY PLAN')
@@ -254,7 +258,7 @@ def test_changes_are_found_by_index_not_by_scan(db_engine):
 
 def test_compute_node_get_ids(ctx):
     nodes = _create_nodes(ctx, 3)
-    api.compute_node_delete(ctx, nodes[0]['id'])
+    writers.compute_node_delete(ctx, nodes[0]['id'])
     assert api.compute_node_get_ids(ctx) == {nodes[1]['id'], nodes[2]['id']}
 
 
@@ -269,7 +273,7 @@ def test_compute_node_get_all_is_one_select(ctx, db_engine):
 
 def _service(ctx, host, binary='nova-compute', topic='compute', **extra):
     values = dict(host=host, binary=binary, topic=topic, **extra)
-    return api.service_create(ctx, values)
+    return writers.service_create(ctx, values)
 
 
 def test_service_create_defaults(ctx):
@@ -320,45 +324,45 @@ def test_service_unique_host_binary(ctx):
 
 def test_service_update_sets_last_seen_up_when_count_rises(ctx):
     service = _service(ctx, 'host1')
-    updated = api.service_update(ctx, service['id'], {'report_count': 5})
+    updated = writers.service_update(ctx, service['id'], {'report_count': 5})
     assert updated['report_count'] == 5
     _assert_recent(updated['last_seen_up'])
     _assert_recent(updated['updated_at'])
 
     with api.context_manager.writer.using(ctx) as session:
         session.execute(sa.update(api.SERVICES).values(last_seen_up=None))
-    same = api.service_update(ctx, service['id'], {'report_count': 5,
-                                                   'disabled': True})
+    same = writers.service_update(ctx, service['id'], {'report_count': 5,
+                                                       'disabled': True})
     assert same['last_seen_up'] is None
     assert same['disabled'] is True
 
 
 def test_service_update_missing(ctx):
     with pytest.raises(exception.NotFound):
-        api.service_update(ctx, 42, {'disabled': True})
+        writers.service_update(ctx, 42, {'disabled': True})
     with pytest.raises(exception.Invalid):
-        api.service_update(ctx, 42, {'generation': 1})
+        writers.service_update(ctx, 42, {'generation': 1})
 
 
 def test_service_heartbeat(ctx, db_engine):
     service = _service(ctx, 'host1')
     with _StatementCounter(db_engine) as counter:
-        assert api.service_heartbeat(ctx, service['id']) is None
+        assert writers.service_heartbeat(ctx, service['id']) is None
     assert len(counter.queries) == 1
-    api.service_heartbeat(ctx, service['id'])
+    writers.service_heartbeat(ctx, service['id'])
     (found,) = api.service_get_all_by_binary(ctx)
     assert found['report_count'] == 2
     _assert_recent(found['last_seen_up'])
     assert found['updated_at'] == found['last_seen_up']
     with pytest.raises(exception.NotFound):
-        api.service_heartbeat(ctx, service['id'] + 1)
+        writers.service_heartbeat(ctx, service['id'] + 1)
 
 
 # ---------------------------------------------------------- aggregates --
 
 def test_aggregate_create_and_get(ctx):
-    agg = api.aggregate_create(ctx, 'rack1', {'availability_zone': 'az1',
-                                              'skipped': None})
+    agg = writers.aggregate_create(ctx, 'rack1', {'availability_zone': 'az1',
+                                                  'skipped': None})
     assert set(agg) == {'id', 'uuid', 'name', 'hosts', 'metadata',
                         'created_at', 'updated_at'}
     assert agg['name'] == 'rack1'
@@ -367,61 +371,63 @@ def test_aggregate_create_and_get(ctx):
     assert agg['metadata'] == {'availability_zone': 'az1'}
     _assert_recent(agg['created_at'])
     assert api.aggregate_get(ctx, agg['id']) == agg
-    given = api.aggregate_create(ctx, 'rack2', uuid='a' * 8 + '-' + 'b' * 27)
+    given = writers.aggregate_create(ctx, 'rack2',
+                                     uuid='a' * 8 + '-' + 'b' * 27)
     assert given['uuid'] == 'a' * 8 + '-' + 'b' * 27
 
 
 def test_aggregate_name_is_unique(ctx):
-    api.aggregate_create(ctx, 'rack1')
+    writers.aggregate_create(ctx, 'rack1')
     with pytest.raises(db_exc.DBDuplicateEntry):
-        api.aggregate_create(ctx, 'rack1')
+        writers.aggregate_create(ctx, 'rack1')
 
 
 def test_aggregate_hosts(ctx):
-    agg = api.aggregate_create(ctx, 'rack1')
-    api.aggregate_add_host(ctx, agg['id'], 'host1')
-    agg = api.aggregate_add_host(ctx, agg['id'], 'host2')
+    agg = writers.aggregate_create(ctx, 'rack1')
+    writers.aggregate_add_host(ctx, agg['id'], 'host1')
+    agg = writers.aggregate_add_host(ctx, agg['id'], 'host2')
     assert agg['hosts'] == ['host1', 'host2']
     _assert_recent(agg['updated_at'])
     with pytest.raises(db_exc.DBDuplicateEntry):
-        api.aggregate_add_host(ctx, agg['id'], 'host1')
-    agg = api.aggregate_remove_host(ctx, agg['id'], 'host1')
+        writers.aggregate_add_host(ctx, agg['id'], 'host1')
+    agg = writers.aggregate_remove_host(ctx, agg['id'], 'host1')
     assert agg['hosts'] == ['host2']
     with pytest.raises(exception.NotFound):
-        api.aggregate_remove_host(ctx, agg['id'], 'host1')
+        writers.aggregate_remove_host(ctx, agg['id'], 'host1')
     with pytest.raises(exception.NotFound):
-        api.aggregate_add_host(ctx, agg['id'] + 1, 'host1')
+        writers.aggregate_add_host(ctx, agg['id'] + 1, 'host1')
 
 
 def test_aggregate_update_metadata(ctx):
-    agg = api.aggregate_create(ctx, 'rack1', {'a': '1', 'b': '2', 'c': '3'})
-    agg = api.aggregate_update_metadata(
+    agg = writers.aggregate_create(ctx, 'rack1',
+                                   {'a': '1', 'b': '2', 'c': '3'})
+    agg = writers.aggregate_update_metadata(
         ctx, agg['id'], {'a': '10', 'b': None, 'd': '4', 'gone': None})
     assert agg['metadata'] == {'a': '10', 'c': '3', 'd': '4'}
-    unchanged = api.aggregate_update_metadata(ctx, agg['id'], {})
+    unchanged = writers.aggregate_update_metadata(ctx, agg['id'], {})
     assert unchanged['metadata'] == agg['metadata']
     with pytest.raises(exception.NotFound):
-        api.aggregate_update_metadata(ctx, agg['id'] + 1, {'a': '1'})
+        writers.aggregate_update_metadata(ctx, agg['id'] + 1, {'a': '1'})
 
 
 def test_aggregate_delete(ctx):
-    agg = api.aggregate_create(ctx, 'rack1', {'a': '1'})
-    api.aggregate_add_host(ctx, agg['id'], 'host1')
-    kept = api.aggregate_create(ctx, 'rack2', {'a': '2'})
-    api.aggregate_delete(ctx, agg['id'])
+    agg = writers.aggregate_create(ctx, 'rack1', {'a': '1'})
+    writers.aggregate_add_host(ctx, agg['id'], 'host1')
+    kept = writers.aggregate_create(ctx, 'rack2', {'a': '2'})
+    writers.aggregate_delete(ctx, agg['id'])
     assert api.aggregate_get_all(ctx) == [kept]
     with pytest.raises(exception.NotFound):
         api.aggregate_get(ctx, agg['id'])
     with pytest.raises(exception.NotFound):
-        api.aggregate_delete(ctx, agg['id'])
+        writers.aggregate_delete(ctx, agg['id'])
 
 
 def test_aggregate_get_all_uses_three_selects(ctx, db_engine):
     for index in range(4):
-        agg = api.aggregate_create(ctx, 'agg%d' % index,
-                                   {'key%d' % index: str(index)})
+        agg = writers.aggregate_create(ctx, 'agg%d' % index,
+                                       {'key%d' % index: str(index)})
         for host in range(index):
-            api.aggregate_add_host(ctx, agg['id'], 'host%d' % host)
+            writers.aggregate_add_host(ctx, agg['id'], 'host%d' % host)
     with _StatementCounter(db_engine) as counter:
         aggregates = api.aggregate_get_all(ctx)
     assert len(counter.selects) == 3
@@ -438,12 +444,12 @@ def _instance(ctx, host, node=None, **extra):
     values = dict(uuid=str(uuid.uuid4()), host=host,
                   node=node or host + '-node', memory_mb=512, vcpus=1,
                   root_gb=1, ephemeral_gb=0, vm_state='active', **extra)
-    return api.instance_create(ctx, values)
+    return writers.instance_create(ctx, values)
 
 
 def test_instance_create_requires_uuid(ctx):
     with pytest.raises(exception.Invalid):
-        api.instance_create(ctx, {'host': 'host1'})
+        writers.instance_create(ctx, {'host': 'host1'})
     created = _instance(ctx, 'host1', instance_type_id=3, os_type='linux')
     assert created['instance_type_id'] == 3
     assert created['deleted'] == 0
@@ -455,7 +461,7 @@ def test_instance_get_all_by_host(ctx):
     gone = _instance(ctx, 'host1')
     second = _instance(ctx, 'host1')
     _instance(ctx, 'host2')
-    api.instance_destroy(ctx, gone['uuid'])
+    writers.instance_destroy(ctx, gone['uuid'])
     found = api.instance_get_all_by_host(ctx, 'host1')
     assert [i['uuid'] for i in found] == [first['uuid'], second['uuid']]
     assert found[0] == first
@@ -464,19 +470,19 @@ def test_instance_get_all_by_host(ctx):
 
 def test_instance_destroy_is_soft(ctx):
     instance = _instance(ctx, 'host1')
-    api.instance_destroy(ctx, instance['uuid'])
+    writers.instance_destroy(ctx, instance['uuid'])
     row = _raw_row(api.INSTANCES, instance['id'])
     assert row['deleted'] == instance['id']
     _assert_recent(row['deleted_at'])
     with pytest.raises(exception.NotFound):
-        api.instance_destroy(ctx, instance['uuid'])
+        writers.instance_destroy(ctx, instance['uuid'])
 
 
 def test_instance_get_all_by_hosts(ctx, db_engine, monkeypatch):
     monkeypatch.setattr(api, 'IN_CHUNK_SIZE', 2)
     made = {host: [_instance(ctx, host)['uuid'] for _ in range(2)]
             for host in ('host1', 'host2', 'host3')}
-    api.instance_destroy(ctx, made['host3'][0])
+    writers.instance_destroy(ctx, made['host3'][0])
     hosts = ['host1', 'host2', 'host3', 'empty', 'host1']
     with _StatementCounter(db_engine) as counter:
         found = api.instance_get_all_by_hosts(ctx, hosts)
@@ -494,12 +500,12 @@ def test_instance_group_get_by_uuid(ctx):
     on_1 = _instance(ctx, 'host1')
     also_on_1 = _instance(ctx, 'host1')
     on_2 = _instance(ctx, 'host2')
-    unplaced = api.instance_create(ctx, {'uuid': str(uuid.uuid4())})
+    unplaced = writers.instance_create(ctx, {'uuid': str(uuid.uuid4())})
     deleted = _instance(ctx, 'host3')
-    api.instance_destroy(ctx, deleted['uuid'])
+    writers.instance_destroy(ctx, deleted['uuid'])
     members = [i['uuid'] for i in (on_2, on_1, also_on_1, unplaced,
                                    deleted)] + ['not-an-instance']
-    created = api.instance_group_create(
+    created = writers.instance_group_create(
         ctx, {'name': 'web', 'project_id': 'p1', 'user_id': 'u1'},
         policies=['anti-affinity'], members=members,
         rules={'max_server_per_host': '2'})
@@ -516,12 +522,13 @@ def test_instance_group_get_by_uuid(ctx):
 
 
 def test_instance_group_without_rules_or_members(ctx):
-    group = api.instance_group_create(ctx, {'uuid': str(uuid.uuid4())},
-                                      policies=['affinity'])
+    group = writers.instance_group_create(ctx, {'uuid': str(uuid.uuid4())},
+                                          policies=['affinity'])
     assert (group['policies'], group['rules'], group['members'],
             group['hosts']) == (['affinity'], {}, [], [])
     with pytest.raises(exception.Invalid):
-        api.instance_group_create(ctx, {}, rules={'max_server_per_host': 1})
+        writers.instance_group_create(ctx, {},
+                                      rules={'max_server_per_host': 1})
 
 
 def test_instance_group_not_found(ctx):
@@ -534,8 +541,8 @@ def test_instance_group_not_found(ctx):
 def test_calls_join_an_enclosing_transaction(ctx):
     with pytest.raises(RuntimeError):
         with api.context_manager.writer.using(ctx):
-            api.compute_node_create(ctx, _node_values())
-            api.aggregate_create(ctx, 'rack1')
+            writers.compute_node_create(ctx, _node_values())
+            writers.aggregate_create(ctx, 'rack1')
             raise RuntimeError('roll back')
     assert api.compute_node_get_all(ctx) == []
     assert api.aggregate_get_all(ctx) == []
@@ -548,9 +555,9 @@ def test_threads_share_the_database(ctx):
     def work(index):
         try:
             for _ in range(5):
-                api.service_heartbeat(ctx.elevated(), service['id'])
-            api.compute_node_create(ctx.elevated(),
-                                    _node_values('host%d' % index))
+                writers.service_heartbeat(ctx.elevated(), service['id'])
+            writers.compute_node_create(ctx.elevated(),
+                                        _node_values('host%d' % index))
             api.compute_node_get_all(ctx.elevated())
         except Exception as error:  # reported below
             errors.append(error)
@@ -576,12 +583,12 @@ def _conf_with_connection(connection):
 @pytest.fixture
 def sqlite_paths(tmp_path):
     yield tmp_path / 'first.sqlite', tmp_path / 'second.sqlite'
-    api.reset_for_tests()
+    writers.reset_engine()
 
 
 def test_configure_once_started_changes_nothing(sqlite_paths):
     first, second = sqlite_paths
-    api.reset_for_tests('sqlite:///%s' % first)
+    writers.reset_engine('sqlite:///%s' % first)
     engine = api.get_engine()
     assert api.configure(_conf_with_connection('sqlite:///%s' % second)) \
         is False
@@ -591,7 +598,7 @@ def test_configure_once_started_changes_nothing(sqlite_paths):
 
 def test_configure_before_start_takes_conf(sqlite_paths):
     first, second = sqlite_paths
-    api.reset_for_tests('sqlite:///%s' % first)
+    writers.reset_engine('sqlite:///%s' % first)
     conf = _conf_with_connection('sqlite:///%s' % second)
     assert api.configure(conf) is True
     assert api.configure(conf) is True
@@ -602,15 +609,15 @@ def test_reset_without_url_returns_to_conf(sqlite_paths, monkeypatch):
     first, _ = sqlite_paths
     monkeypatch.setattr(api, 'CONF', _conf_with_connection(
         'sqlite:///%s' % first))
-    api.reset_for_tests('sqlite://')
-    api.reset_for_tests()
+    writers.reset_engine('sqlite://')
+    writers.reset_engine()
     assert api.configure() is True
     assert api.get_engine().url.database == str(first)
 
 
 def test_compute_node_iter_all_and_hosts(ctx):
     nodes = _create_nodes(ctx, 5)
-    api.compute_node_delete(ctx, nodes[1]['id'])
+    writers.compute_node_delete(ctx, nodes[1]['id'])
     expected = api.compute_node_get_all(ctx)
     assert list(api.compute_node_iter_all(ctx, batch=2)) == expected
     assert [n['id'] for n in expected] == [nodes[i]['id']

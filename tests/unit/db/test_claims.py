@@ -12,7 +12,6 @@ import uuid
 
 import hypothesis
 import pytest
-import seed
 import sqlalchemy as sa
 from hypothesis import strategies as st
 from oslo_utils import timeutils
@@ -20,8 +19,11 @@ from oslo_utils import timeutils
 from scheduler import context
 from scheduler import exception
 from scheduler.db import api
+from scheduler.db import claim_sql
 from scheduler.db import claims
 from scheduler.db import migration
+from scheduler_tools import seed
+from scheduler_tools import writers
 
 ONE = {'cpu_allocation_ratio': 1.0, 'ram_allocation_ratio': 1.0,
        'disk_allocation_ratio': 1.0}
@@ -158,7 +160,7 @@ def test_instance_may_not_overcommit_against_itself(ctx, amounts):
 
 def test_claim_on_a_deleted_or_missing_node_fails(ctx):
     node = _node(ctx)
-    api.compute_node_delete(ctx, node['id'])
+    writers.compute_node_delete(ctx, node['id'])
     assert not _claim(ctx, node)
     assert not _claim(ctx, {'id': node['id'] + 100})
     assert claims.claims_count(ctx) == 0
@@ -246,7 +248,7 @@ def test_release_of_a_stale_read_subtracts_nothing(ctx):
     (row,) = claims.get_claims(ctx)
     assert claims.release(ctx, instance)
     with claims.context_manager.writer.using(ctx) as session:
-        assert claims._release_rows(session, [row], timeutils.utcnow()) == []
+        assert claim_sql.release_rows(session, [row], timeutils.utcnow()) == []
     assert _claimed(ctx, node) == (0, 0, 0)
 
 
@@ -254,7 +256,7 @@ def test_release_on_a_deleted_node_keeps_the_sums_exact(ctx):
     node = _node(ctx)
     instance = _uuid()
     assert _claim(ctx, node, instance)
-    api.compute_node_delete(ctx, node['id'])
+    writers.compute_node_delete(ctx, node['id'])
     assert claims.release(ctx, instance)
     _assert_balanced(ctx)
 
@@ -276,15 +278,15 @@ def test_release_many(ctx):
 # ------------------------------------------------------------ reconcile --
 
 def _instance(ctx, instance_uuid, host, at, **values):
-    return api.instance_create(ctx, dict(
+    return writers.instance_create(ctx, dict(
         values, uuid=instance_uuid, host=host, node=host, memory_mb=1024,
         vcpus=1, root_gb=10, created_at=at))
 
 
 def _report(ctx, node, at, **values):
     """A usage report of the compute node written at ``at``."""
-    return api.compute_node_update(ctx, node['id'],
-                                   dict(values, updated_at=at))
+    return writers.compute_node_update(ctx, node['id'],
+                                       dict(values, updated_at=at))
 
 
 def test_reconcile_releases_expired_claims(ctx):
@@ -376,7 +378,7 @@ def test_instance_not_live_on_the_claimed_host_does_not_supersede(ctx,
         host = 'host2' if where == 'other_host' else 'host1'
         _instance(ctx, instance, host, now + MINUTE)
     if where == 'deleted':
-        api.instance_destroy(ctx, instance)
+        writers.instance_destroy(ctx, instance)
     _report(ctx, node, now + 2 * MINUTE)
     assert claims.reconcile(ctx, now=now) == {'expired': 0,
                                               'superseded': 0}
@@ -412,7 +414,7 @@ def test_overcommitted_nodes(ctx):
 def test_unbalanced_nodes_sees_a_difference(ctx):
     node = _node(ctx)
     assert _claim(ctx, node)
-    api.compute_node_update(ctx, node['id'], {'claimed_memory_mb': 1})
+    writers.compute_node_update(ctx, node['id'], {'claimed_memory_mb': 1})
     assert claims.unbalanced_nodes(ctx) == [
         {'id': node['id'], 'resource': 'memory_mb', 'claimed': 1,
          'sum': 1024}]
@@ -422,10 +424,10 @@ def test_unbalanced_nodes_sees_a_difference(ctx):
 
 @pytest.fixture
 def sqlite_ctx(tmp_path):
-    api.reset_for_tests('sqlite:///%s' % (tmp_path / 'claims.sqlite'))
+    writers.reset_engine('sqlite:///%s' % (tmp_path / 'claims.sqlite'))
     migration.db_sync()
     yield context.get_admin_context()
-    api.reset_for_tests()
+    writers.reset_engine()
 
 
 _OPERATIONS = st.lists(
@@ -457,7 +459,7 @@ class _Model:
 
     def _room(self, node_index, resource, skip):
         node = self.nodes[node_index]
-        res = claims._BY_NAME[resource]
+        res = claim_sql.BY_NAME[resource]
         ratio = node[res.ratio] or _RATIOS[res.ratio]
         claimed = sum(amounts[resource]
                       for i, (n, amounts) in self.claims.items()
@@ -467,7 +469,7 @@ class _Model:
     def fits(self, node_index, instance, amounts):
         node = self.nodes[node_index]
         for resource, amount in amounts.items():
-            res = claims._BY_NAME[resource]
+            res = claim_sql.BY_NAME[resource]
             if resource == 'vcpus' and node['vcpus'] == 0:
                 continue
             if node[res.total] < amount:
@@ -555,8 +557,9 @@ def test_claim_many_batches_new_instances(ctx, db_engine):
 
     sa.event.listen(db_engine, 'before_cursor_execute', count)
     try:
-        assert claims.claim_many(ctx, [(node['id'], _uuid(), 1, 1024, 10)
-                                       for _ in range(3)], ONE)
+        assert claims.claim_many(ctx, [
+            claims.ClaimRequest(node['id'], _uuid(), 1, 1024, 10)
+            for _ in range(3)], ONE)
     finally:
         sa.event.remove(db_engine, 'before_cursor_execute', count)
     if db_engine.dialect.supports_sane_multi_rowcount:
@@ -575,8 +578,9 @@ def test_claim_many_replaces_a_claim_among_new_ones(ctx):
     first, second = _node(ctx, 'host1'), _node(ctx, 'host2')
     moved, new = _uuid(), _uuid()
     assert _claim(ctx, first, moved, memory_mb=2048)
-    assert claims.claim_many(ctx, [(second['id'], moved, 1, 1024, 10),
-                                   (second['id'], new, 1, 1024, 10)], ONE)
+    assert claims.claim_many(ctx, [
+        claims.ClaimRequest(second['id'], moved, 1, 1024, 10),
+        claims.ClaimRequest(second['id'], new, 1, 1024, 10)], ONE)
     assert _claimed(ctx, first) == (0, 0, 0)
     assert _claimed(ctx, second) == (2, 2048, 20)
     assert {row['instance_uuid'] for row in claims.get_claims(ctx)} == {
@@ -590,16 +594,28 @@ def test_claim_many_is_all_or_none_and_records_hosts(ctx):
     # The second node has room for one 1 GiB instance: the third claim
     # fails, and the transaction takes none of them.
     assert not claims.claim_many(ctx, [
-        (first['id'], kept, 1, 1024, 10), (second['id'], also, 1, 1024, 10),
-        (second['id'], too_big, 1, 1024, 10)], ONE)
+        claims.ClaimRequest(first['id'], kept, 1, 1024, 10),
+        claims.ClaimRequest(second['id'], also, 1, 1024, 10),
+        claims.ClaimRequest(second['id'], too_big, 1, 1024, 10)], ONE)
     assert claims.claims_count(ctx) == 0
     assert _claimed(ctx, first) == _claimed(ctx, second) == (0, 0, 0)
     # A host given with a claim is recorded as given; one not given is
     # read from the node.
     assert claims.claim_many(ctx, [
-        (first['id'], kept, 1, 1024, 10, 'host1'),
-        (second['id'], also, 1, 1024, 10)], ONE)
+        claims.ClaimRequest(first['id'], kept, 1, 1024, 10, 'host1'),
+        claims.ClaimRequest(second['id'], also, 1, 1024, 10)], ONE)
     assert {row['instance_uuid']: row['host']
             for row in claims.get_claims(ctx)} == {kept: 'host1',
                                                    also: 'host2'}
     _assert_balanced(ctx)
+
+
+def test_default_ratios_are_the_host_views():
+    """``claim_sql`` resolves unset ratios as ``host_state`` does,
+    without importing it."""
+    from scheduler import host_state
+    assert (claim_sql.NOVA_DEFAULT_RATIOS ==
+            host_state.DEFAULT_ALLOCATION_RATIOS)
+    assert claims.config_ratios() == {
+        name: host_state.resolve_allocation_ratio(name, None)
+        for name in claims.RATIO_NAMES}

@@ -147,9 +147,9 @@ def test_claim_many_on_two_cells(ctx, nova):
     other = ids.global_id(3, 1)
     nova.read[other] = nova.read[first]._replace(
         id=other, uuid='00000000-0000-4000-8000-999999999999')
-    wanted = [(first, str(uuid.uuid4()), 1, 1024, 1),
-              (other, str(uuid.uuid4()), 1, 1024, 1),
-              (other, str(uuid.uuid4()), 1, 1024, 1)]
+    wanted = [claims.ClaimRequest(first, str(uuid.uuid4()), 1, 1024, 1),
+              claims.ClaimRequest(other, str(uuid.uuid4()), 1, 1024, 1),
+              claims.ClaimRequest(other, str(uuid.uuid4()), 1, 1024, 1)]
     assert claims.claim_many(ctx, wanted, ONE)
     assert _stored(ctx, first)['claimed_memory_mb'] == 1024
     assert _stored(ctx, other)['claimed_memory_mb'] == 2048

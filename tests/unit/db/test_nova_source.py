@@ -18,6 +18,7 @@ from scheduler.db.nova import ids
 from scheduler.db.nova import schema
 from scheduler.db.nova import source as nova_source
 from scheduler.objects import cell_mapping
+from scheduler_tools import writers
 
 CELL1 = '4a5d0d5c-7bb0-4f41-8f0d-4f6d7d1b1a11'
 
@@ -139,13 +140,13 @@ def test_a_cell_database_that_is_not_novas_stops_the_start(conf, tmp_path):
 def test_our_database_must_be_synced(conf, tmp_path):
     api_url = _nova_api(tmp_path, [
         (2, CELL1, 'cell1', _nova_cell(tmp_path, 'cell1'), False)])
-    api.reset_for_tests(_sqlite(tmp_path, 'own'))
+    writers.reset_engine(_sqlite(tmp_path, 'own'))
     try:
         with pytest.raises(cells.CellsError, match='scheduler-manage db '
                            'sync'):
             _start(conf, api_url)
     finally:
-        api.reset_for_tests()
+        writers.reset_engine()
 
 
 def test_passwords_stay_out_of_the_messages(fast_failure):
@@ -159,7 +160,7 @@ def test_the_service_cell_must_exist(conf, tmp_path):
     api_url = _nova_api(tmp_path, [
         (2, CELL1, 'cell1', _nova_cell(tmp_path, 'cell1'), False)])
     conf.set_override('service_cell', 'nowhere', 'scheduler')
-    api.reset_for_tests(_sqlite(tmp_path, 'own'))
+    writers.reset_engine(_sqlite(tmp_path, 'own'))
     try:
         from scheduler.db import migration
         migration.db_sync()
@@ -169,7 +170,7 @@ def test_the_service_cell_must_exist(conf, tmp_path):
         conf.set_override('service_cell', 'cell1', 'scheduler')
         assert made.service_cell().uuid == CELL1
     finally:
-        api.reset_for_tests()
+        writers.reset_engine()
 
 
 # -- the service row ----------------------------------------------------------

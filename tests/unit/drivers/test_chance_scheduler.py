@@ -1,13 +1,13 @@
-"""ChanceScheduler against a real SQLite database (reference 2.6)."""
+"""ChanceScheduler against a real SQLite database."""
 
 import datetime
 
 import pytest
-import seed
 from oslo_utils import timeutils
 
 from scheduler import exception
 from scheduler.drivers import chance_scheduler
+from scheduler_tools import seed
 
 
 @pytest.fixture

@@ -14,13 +14,15 @@ import logging
 import uuid
 
 import pytest
-import seed
 
 from scheduler.db import api as db
 from scheduler.db import claims
 from scheduler.drivers import filter_scheduler
+from scheduler.engine import reservation
 from scheduler.filters import claim_capacity
 from scheduler.host_state import HostState
+from scheduler_tools import seed
+from scheduler_tools import writers
 
 HOST_VCPUS = 80
 HOST_MEMORY_MB = 180 * 1024
@@ -48,7 +50,7 @@ def ctx(request, tmp_path, conf):
                          vcpus_used=HOST_VCPUS - vcpus_free,
                          memory_mb_used=HOST_MEMORY_MB - memory_free)
     yield context
-    db.reset_for_tests()
+    writers.reset_engine()
 
 
 def _big_spec(**kwargs):
@@ -79,7 +81,7 @@ def test_two_instances_use_both_hosts_that_fit(ctx):
 
 def test_the_claim_check_runs_first_and_is_named(ctx, caplog):
     driver = filter_scheduler.FilterScheduler(ctx)
-    assert isinstance(driver.host_manager.filters[0],
+    assert isinstance(driver.pipeline.filters[0],
                       claim_capacity.ClaimCapacityFilter)
     # Three instances: only two hosts can hold one.
     with caplog.at_level(logging.INFO):
@@ -94,7 +96,7 @@ def test_without_claims_the_filters_alone_decide(ctx, conf):
                       group='filter_scheduler')
     driver = filter_scheduler.FilterScheduler(ctx)
     assert not any(isinstance(f, claim_capacity.ClaimCapacityFilter)
-                   for f in driver.host_manager.filters)
+                   for f in driver.pipeline.filters)
     selections = driver.select_destinations(ctx, _big_spec())
     # Nova's Newton pipeline: no CoreFilter, so the RAM-stacked host wins
     # although it lacks the vCPUs (and nothing claims them).
@@ -117,7 +119,7 @@ def test_a_refused_claim_tries_every_ranked_host(ctx, caplog):
     small = seed.make_spec(vcpus=4, memory_mb=8192, root_gb=0)
     with caplog.at_level(logging.INFO):
         with manager.lock:
-            selected, _rows, _limits = driver._place(
+            selected, _ranking = driver._place(
                 ctx, small, [small.instance_uuid], return_alternates=False,
                 claim_each=True)
     assert [state.host for state in selected] == ['compute-0005']
@@ -135,7 +137,7 @@ def test_the_refusal_is_explained(ctx, caplog):
                         64, 128 * 1024, 0)
     state = manager.host_state_map[('compute-0005', 'compute-0005')]
     with caplog.at_level(logging.INFO):
-        filter_scheduler._log_refusal(
+        reservation.log_refusal(
             ctx, state, claim_capacity.capacity.claim_amounts(_big_spec()))
     assert (filter_scheduler.LOST_RACE +
             'compute-0005:compute-0005: it changed') in caplog.text
@@ -159,7 +161,7 @@ def test_a_boot_from_volume_root_disk_takes_no_local_disk(ctx, conf):
     check, the DiskFilter, the consumption nor the claim counts it."""
     nodes = db.compute_node_get_all(ctx)
     for node in nodes:   # 100 GiB of local disk left on every host
-        db.compute_node_update(ctx, node['id'], {
+        writers.compute_node_update(ctx, node['id'], {
             'local_gb_used': 900, 'free_disk_gb': 100,
             'disk_available_least': 100})
     driver = filter_scheduler.FilterScheduler(ctx)

@@ -10,7 +10,6 @@ request that fails writes nothing.
 import uuid
 
 import pytest
-import seed
 import sqlalchemy as sa
 
 from scheduler import context as scheduler_context
@@ -18,6 +17,9 @@ from scheduler import exception
 from scheduler.db import api as db
 from scheduler.db import claims
 from scheduler.drivers import filter_scheduler
+from scheduler.engine import reservation
+from scheduler_tools import seed
+from scheduler_tools import writers
 
 
 @pytest.fixture(params=['sqlite', 'postgresql', 'mysql'])
@@ -31,7 +33,7 @@ def ctx(request, tmp_path, conf):
     else:
         url = request.getfixturevalue(request.param + '_db_url')
     yield seed.use_database(url)
-    db.reset_for_tests()
+    writers.reset_engine()
 
 
 def _hosts(ctx, *memory):
@@ -91,10 +93,10 @@ def test_a_lost_race_rolls_every_claim_back_and_places_again(
     placed again, claiming as it goes."""
     _hosts(ctx, 8192, 8192, 8192)
     nodes = {node['host']: node for node in db.compute_node_get_all(ctx)}
-    real = filter_scheduler.FilterScheduler._claim_all
+    real = reservation.SqlReservation.claim
     rivals = []
 
-    def rival_first(context, connection, spec_obj, selected, uuids):
+    def rival_first(self, context, spec_obj, selected, uuids):
         if not rivals:
             rival = scheduler_context.get_admin_context()
             for _ in range(3):   # 12000 of host1's 12288 MiB (ratio 1.5)
@@ -102,10 +104,9 @@ def test_a_lost_race_rolls_every_claim_back_and_places_again(
                 assert claims.claim(rival, nodes['host1']['id'], rival_uuid,
                                     1, 4000, 1)
                 rivals.append(rival_uuid)
-        return real(context, connection, spec_obj, selected, uuids)
+        return real(self, context, spec_obj, selected, uuids)
 
-    monkeypatch.setattr(filter_scheduler.FilterScheduler, '_claim_all',
-                        staticmethod(rival_first))
+    monkeypatch.setattr(reservation.SqlReservation, 'claim', rival_first)
     driver = filter_scheduler.FilterScheduler(ctx)
     # 8192 MiB a piece (12288 MiB free on each host, ratio 1.5): the
     # first instance goes to host0 (a tie, kept in id order) and the

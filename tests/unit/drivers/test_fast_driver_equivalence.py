@@ -12,10 +12,11 @@ hosts' consumption with ``HostManager.forget_consumption`` instead of
 ``state.updated = None``, since the HostManager now refreshes only the
 rows that changed (the old one re-read every row per request).
 
-A random fleet is seeded into SQLite twice, identically (tests/seed.py);
-the oracle runs a random sequence of requests on one database and the
-fast driver the same sequence on the other, with the same
-``[scheduler] random_seed``, so that both evolve the same way.  Every
+A random fleet is seeded into SQLite twice, identically (the fleet
+seeder, ``scheduler_tools.seed``); the oracle runs a random sequence of
+requests on one database and the fast driver the same sequence on the
+other, with the same ``[scheduler] random_seed``, so that both evolve
+the same way.  Every
 Selection must agree on host, node, limits and availability zone, and a
 request must fail (NoValidHost) in both or in neither.  The oracle does
 not claim, so this runs with ``[scheduler] claim_resources`` off; a
@@ -36,7 +37,6 @@ import uuid
 
 import fakes
 import pytest
-import seed
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -52,6 +52,8 @@ from scheduler.drivers import filter_scheduler
 from scheduler.objects import aggregate as aggregate_obj
 from scheduler.objects import instance_group as group_obj
 from scheduler.objects import selection as selection_obj
+from scheduler_tools import seed
+from scheduler_tools import writers
 
 NEWTON_AND_CORE = ['RetryFilter', 'AvailabilityZoneFilter', 'RamFilter',
                    'DiskFilter', 'ComputeFilter',
@@ -112,11 +114,10 @@ class ListOracle(base.Scheduler):
             reason=filter_scheduler.NOT_ENOUGH_HOSTS)
 
     def _get_sorted_hosts(self, spec_obj, hosts, index, pick=True):
-        filtered = self.host_manager.get_filtered_hosts(hosts, spec_obj,
-                                                        index)
+        filtered = self.pipeline.get_filtered_hosts(hosts, spec_obj, index)
         if not filtered:
             return []
-        weighed = self.host_manager.get_weighed_hosts(filtered, spec_obj)
+        weighed = self.pipeline.get_weighed_hosts(filtered, spec_obj)
         if CONF.filter_scheduler.shuffle_best_same_weighed_hosts:
             weighed = self._shuffle_best(weighed)
         ordered = [w.obj for w in weighed]
@@ -265,7 +266,7 @@ def seed_scenario(url, scenario):
     hosts = {node['host'] for node in scenario['nodes']}
     for host in sorted(hosts):
         service = scenario['services'][HOSTS.index(host)]
-        db.service_create(ctx, {
+        writers.service_create(ctx, {
             'host': host, 'binary': 'nova-compute', 'topic': 'compute',
             'report_count': 1, 'disabled': service['disabled'],
             'last_seen_up': now - datetime.timedelta(
@@ -292,7 +293,7 @@ def seed_scenario(url, scenario):
 
 def _add_instance(ctx, scenario, instance_uuid, index):
     node_index = index % len(scenario['nodes'])
-    db.instance_create(ctx, {
+    writers.instance_create(ctx, {
         'uuid': instance_uuid,
         'host': scenario['nodes'][node_index]['host'],
         'node': _node_name(node_index), 'instance_type_id': 1})
@@ -309,7 +310,7 @@ def apply_operation(ctx, driver, scenario, operation, added):
         node_index = index % len(scenario['nodes'])
         node = scenario['nodes'][node_index]
         used = min(value, node['memory_mb'])
-        db.compute_node_update(ctx, node_index + 1, {
+        writers.compute_node_update(ctx, node_index + 1, {
             'memory_mb_used': used,
             'free_ram_mb': node['memory_mb'] - used})
     elif kind == 'disable':
@@ -317,12 +318,12 @@ def apply_operation(ctx, driver, scenario, operation, added):
                     db.service_get_all_by_binary(ctx, 'nova-compute')}
         service = services.get(HOSTS[index])
         if service is not None:
-            db.service_update(ctx, service['id'], {'disabled': value})
+            writers.service_update(ctx, service['id'], {'disabled': value})
     elif kind == 'aggregate':
         aggregates = db.aggregate_get_all(ctx)
         if aggregates:
             agg = aggregates[index % len(aggregates)]
-            db.aggregate_update_metadata(ctx, agg['id'], value)
+            writers.aggregate_update_metadata(ctx, agg['id'], value)
             manager.update_aggregates(aggregate_obj.Aggregate.from_db(
                 db.aggregate_get(ctx, agg['id'])))
     elif value not in scenario['instances'] and value not in added:
@@ -433,7 +434,7 @@ def database_urls(tmp_path_factory):
     urls = ('sqlite:///%s' % (directory / ('db%d.sqlite' % i))
             for i in itertools.count())
     yield lambda: next(urls)
-    db.reset_for_tests()
+    writers.reset_engine()
 
 
 @settings(max_examples=60)

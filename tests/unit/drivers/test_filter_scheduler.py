@@ -1,11 +1,10 @@
-"""FilterScheduler against a real SQLite database (reference 2.2, 2.4)."""
+"""FilterScheduler against a real SQLite database."""
 
 import collections
 import uuid
 
 import oslo_messaging as messaging
 import pytest
-import seed
 
 from scheduler import exception
 from scheduler import rpc
@@ -13,6 +12,7 @@ from scheduler.conf import CONF
 from scheduler.drivers import filter_scheduler
 from scheduler.objects import instance_group as group_obj
 from scheduler.objects import request_spec
+from scheduler_tools import seed
 
 
 @pytest.fixture
@@ -238,7 +238,7 @@ def test_a_request_is_claimed_in_one_transaction(ctx, monkeypatch):
     _driver(ctx).select_destinations(
         ctx, seed.make_spec(memory_mb=2048), uuids)
     assert len(calls) == 1
-    assert sorted(item[1] for item in calls[0]) == sorted(uuids)
+    assert sorted(item.instance_uuid for item in calls[0]) == sorted(uuids)
     assert _claimed(ctx) == {'host0': 2, 'host1': 1}
 
 

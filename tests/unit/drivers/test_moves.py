@@ -1,4 +1,4 @@
-"""Moves through FilterScheduler on a real SQLite database (issue 4).
+"""Moves through FilterScheduler on a real SQLite database.
 
 Resize, cold and live migration and evacuation of an instance recorded on
 a host; live-migration destination pre-checks.
@@ -10,15 +10,15 @@ import uuid
 
 import oslo_messaging as messaging
 import pytest
-import seed
 from oslo_utils import timeutils
 
 from scheduler import exception
 from scheduler import manager
-from scheduler.db import api as db
 from scheduler.drivers import filter_scheduler
 from scheduler.objects import instance_group as group_obj
 from scheduler.objects import request_spec
+from scheduler_tools import seed
+from scheduler_tools import writers
 
 INSTANCE = str(uuid.uuid4())
 
@@ -42,9 +42,9 @@ def _hosts(ctx, *memory, **kwargs):
 
 
 def _place(ctx, host, instance_uuid=INSTANCE):
-    db.instance_create(ctx, {'uuid': instance_uuid, 'host': host,
-                             'node': host, 'memory_mb': 512,
-                             'vcpus': 1, 'root_gb': 1})
+    writers.instance_create(ctx, {'uuid': instance_uuid, 'host': host,
+                                  'node': host, 'memory_mb': 512,
+                                  'vcpus': 1, 'root_gb': 1})
 
 
 def _spec(check_type=None, dest=None, source=None, **kwargs):
@@ -136,7 +136,7 @@ def test_alternates_do_not_include_the_source(ctx, conf):
     assert [p.service_host for p in result[0]] == ['host1', 'host2']
 
 
-# -- anti-affinity move exception (quirk 17) ---------------------------------
+# -- anti-affinity passes a host that already runs the moved instance ------
 
 def _anti_affinity_group(other):
     return group_obj.InstanceGroup(

@@ -66,7 +66,8 @@ def test_aggregate_filter_ignores_foreign_scopes():
 
 
 def test_aggregate_filter_checks_unscoped_keys():
-    # Quirk 12: a key with no ':' is checked and fails without aggregate.
+    # As in Nova, a key with no scope (no ':') is checked by this filter
+    # too, and fails on a host without aggregate metadata.
     assert not _passes({'foo': 'bar'})
     assert _passes({'foo': 'bar'}, {'foo': 'bar'})
 

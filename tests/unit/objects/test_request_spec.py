@@ -1,5 +1,5 @@
 """RequestSpec and its companions: accessors, validation, and the legacy
-(RPC 4.0 to 4.2) dict forms in both directions (reference 8.1, 8.2)."""
+(RPC 4.0 to 4.2) dict forms in both directions."""
 
 import fakes
 import pytest

@@ -13,9 +13,11 @@ from scheduler.db import api as db
 from scheduler.db import claims
 from scheduler.db import migration
 from scheduler.objects import instance as instance_obj
-from scheduler.replay import agent
-from scheduler.replay import fleet
-from scheduler.replay import trace
+from scheduler_tools import seed
+from scheduler_tools import writers
+from scheduler_tools.replay import agent
+from scheduler_tools.replay import fleet
+from scheduler_tools.replay import trace
 
 
 class RecordingAPI:
@@ -39,10 +41,10 @@ class RecordingAPI:
 def ctx(tmp_path):
     """An admin context on a fresh SQLite database synced to head."""
     objects.register_all()
-    db.reset_for_tests('sqlite:///%s' % (tmp_path / 'agent.sqlite'))
+    writers.reset_engine('sqlite:///%s' % (tmp_path / 'agent.sqlite'))
     migration.db_sync(db.get_engine())
     yield context.get_admin_context()
-    db.reset_for_tests()
+    writers.reset_engine()
 
 
 def _vm(vm_id='vm', vcpus=2, memory_mb=4096, disk_gb=20, project_id='p1'):
@@ -112,7 +114,7 @@ def test_limits_use_the_scheduler_ratios(conf):
 
 
 def test_from_row_starts_from_the_reported_usage():
-    row = dict(fleet.compute_node_values(
+    row = dict(seed.compute_node_values(
         fleet.HostSpec('h1', 'n1', 16, 65536, 500,
                        cpu_allocation_ratio=4.0)),
         id=7, vcpus_used=3, memory_mb_used=2048, local_gb_used=10,
@@ -140,7 +142,7 @@ def test_instance_values():
 # -- writes and casts --------------------------------------------------------
 
 def _agents(ctx, count=2):
-    fleet.seed_fleet(ctx, fleet.generate_fleet(count, (16, 65536, 500)))
+    seed.seed_fleet(ctx, fleet.generate_fleet(count, (16, 65536, 500)))
     api = RecordingAPI()
     return agent.ComputeAgents(ctx, api, fleet.load_nodes(ctx)), api
 

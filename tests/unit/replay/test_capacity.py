@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from scheduler.replay import capacity
-from scheduler.replay import fleet
-from scheduler.replay import trace
+from scheduler_tools.replay import capacity
+from scheduler_tools.replay import fleet
+from scheduler_tools.replay import trace
 
 HOST = [[4.0, 8192.0, 100.0]]
 
@@ -85,7 +85,7 @@ def test_ratios_resolve_as_the_service_resolves_them(conf):
 
 
 def test_capacity_from_agent_nodes():
-    from scheduler.replay import agent
+    from scheduler_tools.replay import agent
 
     nodes = [agent.NodeUsage(1, 'a', 'a', 4, 8192, 100, 3.0, 1.0, 1.0)]
     fleet_capacity = capacity.FleetCapacity.from_nodes(nodes)

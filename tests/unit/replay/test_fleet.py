@@ -9,7 +9,9 @@ from scheduler import context
 from scheduler import objects
 from scheduler.db import api as db
 from scheduler.db import migration
-from scheduler.replay import fleet
+from scheduler_tools import seed
+from scheduler_tools import writers
+from scheduler_tools.replay import fleet
 
 HEADER = 'host,nodename,vcpus,memory_mb,local_gb\n'
 
@@ -18,10 +20,10 @@ HEADER = 'host,nodename,vcpus,memory_mb,local_gb\n'
 def ctx(tmp_path):
     """An admin context on a fresh SQLite database synced to head."""
     objects.register_all()
-    db.reset_for_tests('sqlite:///%s' % (tmp_path / 'fleet.sqlite'))
+    writers.reset_engine('sqlite:///%s' % (tmp_path / 'fleet.sqlite'))
     migration.db_sync(db.get_engine())
     yield context.get_admin_context()
-    db.reset_for_tests()
+    writers.reset_engine()
 
 
 def _write(tmp_path, text):
@@ -127,7 +129,7 @@ def test_aggregate_members():
     hosts = [fleet.HostSpec('h1', 'n1', 1, 1, 1, 'az1', ('ssd',)),
              fleet.HostSpec('h1', 'n2', 1, 1, 1, 'az1', ('ssd',)),
              fleet.HostSpec('h2', 'h2', 1, 1, 1, None, ('ssd', 'gpu'))]
-    assert fleet.aggregate_members(hosts) == {
+    assert seed.aggregate_members(hosts) == {
         'ssd': ({}, ['h1', 'h2']),
         'az-az1': ({'availability_zone': 'az1'}, ['h1']),
         'gpu': ({}, ['h2']),
@@ -141,7 +143,7 @@ def test_seed_writes_services_nodes_and_aggregates(ctx):
                             ram_allocation_ratio=1.0),
              fleet.HostSpec('h1', 'n2', 16, 65536, 500, 'az1'),
              fleet.HostSpec('h2', 'h2', 8, 32768, 250)]
-    fleet.seed_fleet(ctx, hosts)
+    seed.seed_fleet(ctx, hosts)
     rows = fleet.load_nodes(ctx)
     assert [(r['host'], r['hypervisor_hostname']) for r in rows] == [
         ('h1', 'n1'), ('h1', 'n2'), ('h2', 'h2')]
@@ -167,9 +169,9 @@ def test_seed_writes_services_nodes_and_aggregates(ctx):
 
 def test_seeding_twice_is_refused(ctx):
     hosts = fleet.generate_fleet(2, (1, 1024, 10))
-    fleet.seed_fleet(ctx, hosts)
+    seed.seed_fleet(ctx, hosts)
     with pytest.raises(fleet.FleetError, match='already has 2'):
-        fleet.seed_fleet(ctx, hosts)
+        seed.seed_fleet(ctx, hosts)
 
 
 def test_load_nodes_of_an_empty_database(ctx):
@@ -178,13 +180,13 @@ def test_load_nodes_of_an_empty_database(ctx):
 
 
 def test_heartbeat_refreshes_every_compute_service(ctx):
-    fleet.seed_fleet(ctx, fleet.generate_fleet(3, (1, 1024, 10)))
+    seed.seed_fleet(ctx, fleet.generate_fleet(3, (1, 1024, 10)))
     old = datetime.datetime(2000, 1, 1)
     for service in db.service_get_all_by_binary(ctx, 'nova-compute'):
-        db.service_update(ctx, service['id'], {'last_seen_up': old})
-    db.service_create(ctx, {'host': 'sched', 'binary': 'nova-scheduler',
-                            'topic': 'scheduler', 'last_seen_up': old})
-    assert fleet.heartbeat_services(ctx) == 3
+        writers.service_update(ctx, service['id'], {'last_seen_up': old})
+    writers.service_create(ctx, {'host': 'sched', 'binary': 'nova-scheduler',
+                                 'topic': 'scheduler', 'last_seen_up': old})
+    assert seed.heartbeat_services(ctx) == 3
     computes = db.service_get_all_by_binary(ctx, 'nova-compute')
     assert all(s['last_seen_up'] > old for s in computes)
     assert all(s['report_count'] == 2 for s in computes)

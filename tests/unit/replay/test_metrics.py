@@ -4,9 +4,9 @@ summaries and the comparison."""
 import numpy as np
 import pytest
 
-from scheduler.replay import capacity
-from scheduler.replay import metrics
-from scheduler.replay import trace
+from scheduler_tools.replay import capacity
+from scheduler_tools.replay import metrics
+from scheduler_tools.replay import trace
 
 
 def _fleet(*nodes):

@@ -4,9 +4,9 @@ share with the service replay."""
 import numpy as np
 import pytest
 
-from scheduler.replay import capacity
-from scheduler.replay import policies
-from scheduler.replay import trace
+from scheduler_tools.replay import capacity
+from scheduler_tools.replay import policies
+from scheduler_tools.replay import trace
 
 
 def _fleet(*nodes, ratios=(1.0, 1.0, 1.0)):
@@ -177,7 +177,7 @@ def test_simulate_all_runs_each_policy():
 
 @pytest.mark.parametrize('policy', sorted(policies.POLICIES))
 def test_the_shipped_slice_places_deterministically(policy):
-    from scheduler.replay import runner
+    from scheduler_tools.replay import runner
 
     vms = trace.read_trace(runner.DEFAULT_TRACE, limit=300)
     requests = trace.group_requests(vms)

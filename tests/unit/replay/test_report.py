@@ -5,10 +5,10 @@ import json
 import numpy as np
 from rich.console import Console
 
-from scheduler.replay import capacity
-from scheduler.replay import metrics
-from scheduler.replay import report
-from scheduler.replay import trace
+from scheduler_tools.replay import capacity
+from scheduler_tools.replay import metrics
+from scheduler_tools.replay import report
+from scheduler_tools.replay import trace
 
 FLEET = capacity.FleetCapacity(np.asarray([[4.0, 8192.0, 0.0]] * 3),
                                np.ones((3, 3)))

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from oslo_config import cfg
 
-from scheduler.replay import broker
-from scheduler.replay import capacity
-from scheduler.replay import runner
-from scheduler.replay import trace
+from scheduler_tools.replay import broker
+from scheduler_tools.replay import capacity
+from scheduler_tools.replay import runner
+from scheduler_tools.replay import trace
 
 HEADER = 'vm_id,arrival_s,lifetime_s,vcpus,memory_mb\n'
 
@@ -81,13 +81,13 @@ def test_a_group_window_without_project_ids_warns(tmp_path, caplog):
     path.write_text(HEADER + 'a,0,60,1,1024\nb,1,60,1,1024\n')
     settings = types.SimpleNamespace(trace=str(path), limit=None,
                                      group_window_s=300.0)
-    with caplog.at_level(logging.WARNING, logger='scheduler.replay'):
+    with caplog.at_level(logging.WARNING, logger='scheduler_tools.replay'):
         requests = runner.load_requests(settings)
     assert len(requests) == 2
     assert 'no project_id' in caplog.text
     caplog.clear()
     settings.group_window_s = 0.0
-    with caplog.at_level(logging.WARNING, logger='scheduler.replay'):
+    with caplog.at_level(logging.WARNING, logger='scheduler_tools.replay'):
         runner.load_requests(settings)
     assert 'no project_id' not in caplog.text
 
@@ -136,7 +136,7 @@ def test_broker_consumers_wait_for_a_publication():
 
 # -- log levels --------------------------------------------------------------
 
-LEVEL = ('from scheduler.cmd import replay; import logging, sys; '
+LEVEL = ('from scheduler_tools.cmd import replay; import logging, sys; '
          'replay._parse(sys.argv[1:]); '
          'print(logging.getLogger("scheduler").getEffectiveLevel())')
 

@@ -4,8 +4,8 @@ import gzip
 
 import pytest
 
-from scheduler.replay import runner
-from scheduler.replay import trace
+from scheduler_tools.replay import runner
+from scheduler_tools.replay import trace
 
 HEADER = 'vm_id,arrival_s,lifetime_s,vcpus,memory_mb,project_id\n'
 

@@ -1,4 +1,4 @@
-"""normalize, HostWeightHandler and weigher loading (reference 5.1, 5.2)."""
+"""normalize, HostWeightHandler and weigher loading."""
 
 import fakes
 import pytest

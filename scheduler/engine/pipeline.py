@@ -1,0 +1,270 @@
+"""Prefilter -> filter -> weigh -> pick, over the host view's table.
+
+``Pipeline`` loads the filters and weighers and runs them over the
+``HostTable`` of a host view (``scheduler.host_manager.HostManager``),
+in vectorised form where a plug-in has one, or over HostState lists
+(``get_filtered_hosts`` / ``get_weighed_hosts``), with the same answers.
+``Pipeline.ranking`` starts the ``Ranking`` of one request: the NumPy
+row array of its candidates, narrowed and sorted instance after
+instance; a driver sees HostStates only.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from oslo_log import log as logging
+
+from scheduler import filters
+from scheduler import moves
+from scheduler import weights
+from scheduler.conf import CONF
+from scheduler.filters import claim_capacity
+from scheduler.host_state import HostState
+
+LOG = logging.getLogger(__name__)
+
+
+def _enabled_filter_names():
+    fs = CONF.filter_scheduler
+    if fs.use_baremetal_filters:
+        return fs.baremetal_enabled_filters
+    return fs.enabled_filters
+
+
+class Pipeline:
+    """The filters and weighers, run over ``view.table`` (``view``: the
+    host manager, whose lock the caller holds)."""
+
+    def __init__(self, view: Any,
+                 rng: random.Random | None = None) -> None:
+        """Load the plug-ins.  Raises SchedulerHostFilterNotFound /
+        ClassNotFound for a bad plug-in name."""
+        self.view = view
+        self.random = rng or random.Random(CONF.scheduler.random_seed)
+        self.filter_handler = filters.HostFilterHandler()
+        self.enabled_filters = filters.load_filters(
+            CONF.filter_scheduler.available_filters,
+            _enabled_filter_names())
+        # What runs: the claims' own check first when nodes are claimed.
+        self.filters = list(self.enabled_filters)
+        if CONF.scheduler.claim_resources:
+            self.filters.insert(0, claim_capacity.ClaimCapacityFilter())
+        self.weight_handler = weights.HostWeightHandler()
+        self.weighers = weights.load_weighers(
+            CONF.filter_scheduler.weight_classes)
+
+    def ranking(self, spec_obj: Any) -> Ranking:
+        """The ranking of one request over the view's current table."""
+        return Ranking(self, spec_obj)
+
+    # -- over HostState lists ------------------------------------------------
+
+    def get_filtered_hosts(self, hosts: list[HostState], spec_obj: Any,
+                           index: int = 0) -> list[HostState]:
+        """Hosts that pass the pre-filters, the claims' capacity check
+        (``ClaimCapacityFilter``, with ``[scheduler] claim_resources``)
+        and the enabled filters.
+
+        Forced hosts or nodes skip the filters (unless the request is a
+        rebuild check); an ignored, forced-away or non-requested host is
+        never returned.  The source host of a move (resize, migration,
+        evacuation) is removed first by ``moves.exclude_source``.
+        """
+        hosts, forced = _prefilter(hosts, spec_obj)
+        if forced or not hosts:
+            return hosts
+        return self.filter_handler.get_filtered_objects(
+            self.filters, hosts, spec_obj, index)
+
+    def get_weighed_hosts(self, hosts: list[HostState],
+                          spec_obj: Any) -> list[Any]:
+        """WeighedHost list, best first (see ``scheduler.weights``)."""
+        return self.weight_handler.get_weighed_objects(
+            self.weighers, hosts, spec_obj)
+
+    # -- over the table ------------------------------------------------------
+
+    def get_filtered_rows(self, rows: np.ndarray, spec_obj: Any,
+                          index: int = 0) -> tuple[np.ndarray, list]:
+        """``get_filtered_hosts`` over ``view.table``: ``rows`` is an intp
+        array of candidate rows.  Returns ``(rows, ran)``: the passing
+        rows and the filters whose ``apply_limits`` the hosts returned
+        need (see ``HostFilterHandler.get_filtered_rows``)."""
+        table = self.view.table
+        if _needs_prefilter(table, spec_obj):
+            hosts, forced = _prefilter(table.states_at(rows), spec_obj)
+            rows = table.rows_of(hosts)
+            if forced or not hosts:
+                return rows, []
+        return self.filter_handler.get_filtered_rows(
+            self.filters, table, rows, spec_obj, index)
+
+    def get_weighed_rows(self, rows: np.ndarray, spec_obj: Any,
+                         limit: int | None = None,
+                         multipliers: list | None = None
+                         ) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, weights)`` sorted best first, over ``view.table``;
+        with ``limit``, only the best; ``multipliers`` from
+        ``weight_multipliers`` (see ``get_weighed_rows`` of
+        ``scheduler.weights.HostWeightHandler``)."""
+        return self.weight_handler.get_weighed_rows(
+            self.weighers, self.view.table, rows, spec_obj, limit,
+            multipliers)
+
+    def weight_multipliers(self) -> list:
+        """The weighers' multipliers over ``view.table``, for the
+        weighings of one request (aggregates do not change while the
+        view's lock is held)."""
+        return self.weight_handler.table_multipliers(self.weighers,
+                                                     self.view.table)
+
+
+class Ranking:
+    """The candidates of one request, best first: a row array of the
+    view's table, narrowed by each instance's filtering (sequential
+    narrowing, as Nova's loop)."""
+
+    def __init__(self, pipeline: Pipeline, spec_obj: Any) -> None:
+        self.pipeline = pipeline
+        self.spec_obj = spec_obj
+        self.table = pipeline.view.table
+        self.rows = self.table.all_rows
+        # Filters that ran in vectorised form: their limits to apply.
+        self.limit_filters: list = []
+        self.multipliers = pipeline.weight_multipliers()
+
+    def rank(self, index: int, pick: bool = True,
+             limit: int | None = None) -> None:
+        """Filter and weigh the candidates for instance ``index``; with
+        ``pick``, the random choice among the best ``host_subset_size``
+        comes first.  With ``limit``, only the best are sorted and kept
+        (enough for a last sort: the full order only matters as the next
+        input)."""
+        pipeline = self.pipeline
+        spec_obj = self.spec_obj
+        rows, ran = pipeline.get_filtered_rows(self.rows, spec_obj, index)
+        self.limit_filters.extend(f for f in ran
+                                  if f not in self.limit_filters)
+        if not len(rows):
+            self.rows = rows
+            return
+        rows, weights = pipeline.get_weighed_rows(rows, spec_obj, limit,
+                                                  self.multipliers)
+        if CONF.filter_scheduler.shuffle_best_same_weighed_hosts:
+            rows = self._shuffle_best(rows, weights)
+        if pick:
+            subset = min(CONF.filter_scheduler.host_subset_size, len(rows))
+            chosen = pipeline.random.choice(range(subset))
+            rows = np.concatenate((rows[chosen:chosen + 1],
+                                   np.delete(rows, chosen)))
+        self.rows = rows
+
+    def _shuffle_best(self, rows, weights):
+        """Shuffle the rows tied at the best weight (a prefix)."""
+        ties = int(np.count_nonzero(weights == weights[0]))
+        best = rows[:ties].tolist()
+        self.pipeline.random.shuffle(best)
+        return np.concatenate((np.asarray(best, dtype=rows.dtype),
+                               rows[ties:]))
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def first(self) -> HostState:
+        """The best candidate (the ranking must not be empty)."""
+        return self.table.states[self.rows[0]]
+
+    def drop_first(self) -> None:
+        """Remove the best candidate (its claim was refused)."""
+        self.rows = self.rows[1:]
+
+    def best(self, count: int) -> list[HostState]:
+        """The first ``count`` candidates."""
+        return self.table.states_at(self.rows[:count])
+
+    def apply_limits(self, states: Sequence[HostState]) -> None:
+        """Write the ``limits`` of the filters that ran in vectorised
+        form on ``states``."""
+        for state in states:
+            for host_filter in self.limit_filters:
+                host_filter.apply_limits(state, self.spec_obj)
+
+
+def _needs_prefilter(table, spec_obj):
+    """Whether ``_prefilter`` may change anything for this request: one
+    of its fields is set, or the instance already runs on a host of
+    ``table`` (a move, see ``moves.exclude_source``)."""
+    uuid = spec_obj.obj_get('instance_uuid')
+    return bool(spec_obj.get('requested_destination') is not None or
+                spec_obj.get('ignore_hosts') or
+                spec_obj.get('force_hosts') or
+                spec_obj.get('force_nodes') or
+                spec_obj.get_scheduler_hint(moves.SOURCE_HOST_HINT) or
+                (uuid and table.rows_with_instance(uuid)))
+
+
+def _prefilter(hosts, spec_obj):
+    """Apply requested_destination, the move source and ignore/force.
+    Returns ``(hosts, forced)``; ``forced`` means the filters are skipped
+    (forced hosts or nodes, unless the request is a rebuild check)."""
+    hosts = _apply_requested_destination(hosts, spec_obj)
+    hosts = moves.exclude_source(hosts, spec_obj)
+    hosts, forced = _apply_ignore_and_force(hosts, spec_obj)
+    return hosts, forced and not spec_obj.get_scheduler_hint(
+        '_nova_check_type')
+
+
+def _apply_requested_destination(hosts, spec_obj):
+    """Keep the host (and node, when given) of ``requested_destination``;
+    its ``aggregates`` entries (comma lists of aggregate uuids) must each
+    match one of the host's aggregates; its ``cell``, when given, must be
+    the host's cell (``HostState.cell_uuid``), as Nova (Pike and later)
+    only looks at the requested cell's hosts."""
+    dest = spec_obj.get('requested_destination')
+    if dest is None:
+        return hosts
+    cell = dest.obj_get('cell')
+    if cell is not None:
+        wanted = cell.obj_get('uuid')
+        hosts = [h for h in hosts if h.cell_uuid == wanted]
+        if not hosts:
+            LOG.info('Requested cell %s has no host here', wanted)
+            return []
+    result = [h for h in hosts if _matches_destination(h, dest)]
+    LOG.info('Requested destination %s:%s matched %d node(s)',
+             dest.obj_get('host'), dest.obj_get('node'), len(result))
+    return result
+
+
+def _matches_destination(host_state, dest):
+    host = dest.obj_get('host')
+    node = dest.obj_get('node')
+    if host and host_state.host != host:
+        return False
+    if node and host_state.nodename != node:
+        return False
+    wanted = dest.obj_get('aggregates') or []
+    if wanted:
+        have = {agg.obj_get('uuid') for agg in host_state.aggregates}
+        return all(have & set(entry.split(',')) for entry in wanted)
+    return True
+
+
+def _apply_ignore_and_force(hosts, spec_obj):
+    """Apply ignore_hosts, force_hosts (case-insensitive host names) and
+    force_nodes (exact node names).  Returns ``(hosts, forced)``."""
+    ignore = {h.lower() for h in spec_obj.get('ignore_hosts', [])}
+    force_hosts = {h.lower() for h in spec_obj.get('force_hosts', [])}
+    force_nodes = set(spec_obj.get('force_nodes', []))
+    if ignore:
+        hosts = [h for h in hosts if h.host.lower() not in ignore]
+        LOG.debug('Host filter ignoring hosts: %s', ', '.join(sorted(ignore)))
+    if force_hosts:
+        hosts = [h for h in hosts if h.host.lower() in force_hosts]
+    if force_nodes:
+        hosts = [h for h in hosts if h.nodename in force_nodes]
+    return hosts, bool(force_hosts or force_nodes)

@@ -1,0 +1,305 @@
+"""The HostStates and their HostTable, read from the database.
+
+``Refresher`` owns the host view's HostStates (``host_state_map``) and
+its ``HostTable`` (``table``) and brings them up to date through
+``scheduler.db.source``: change reads, the sweep of late rows, and full
+reads (docs/refresh.rst).  It takes each host's aggregates and instances
+from the trackers of ``scheduler.view.tracking``.  Not thread-safe: the
+host manager's lock guards it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from oslo_log import log as logging
+from oslo_utils import timeutils
+
+from scheduler.conf import CONF
+from scheduler.host_state import HostState
+from scheduler.host_table import HostTable
+from scheduler.view import tracking
+
+LOG = logging.getLogger(__name__)
+
+COMPUTE_BINARY = 'nova-compute'
+# How much earlier than the previous sweep the next one starts: the
+# commit delay and writer clock lag that a sweep forgives.
+CLOCK_MARGIN = datetime.timedelta(seconds=1)
+# Seconds between two sweeps (see ``Refresher.refresh_changes``).
+SWEEP_INTERVAL = 1.0
+
+
+class Refresher:
+    """The HostStates, their table and what was read of them."""
+
+    def __init__(self, source: Any, aggregates: tracking.AggregateTracker,
+                 instances: tracking.InstanceTracker) -> None:
+        self.source = source
+        self.aggregates = aggregates
+        self.instances = instances
+        self.host_state_map: dict[tuple[str, str], HostState] = {}
+        self.table = HostTable([])
+        self._by_id: dict[int, HostState] = {}
+        self._seen: dict[int, Any] = {}          # id -> row version
+        self._skipped: dict[int, str] = {}       # id -> host, no service
+        self._reread: set[int] = set()           # ids to copy again
+        self._service_seen: dict[int, Any] = {}  # services.id -> version
+        # Naive UTC starts of the last read and of the last sweep, and
+        # monotonic times of the last sweep, full read and read: set by
+        # the first (full) read, which comes before any other.
+        self._last_read = datetime.datetime.min
+        self._swept_from = datetime.datetime.min
+        self._last_sweep = 0.0
+        self._last_full: float | None = None
+        self._last_delta = 0.0
+
+    # -- the HostStates of hosts ---------------------------------------------
+
+    def states_of(self, hosts: Iterable[str]) -> list[HostState]:
+        """The HostStates of the nodes of service hosts ``hosts``."""
+        table = self.table
+        return [table.states[row] for host in hosts
+                for row in table.rows_by_host.get(host, ())]
+
+    def apply_aggregates(self, hosts: Iterable[str]) -> None:
+        """Give the hosts' HostStates their aggregates; sync the table."""
+        states = self.states_of(hosts)
+        for state in states:
+            state.update(aggregates=self.aggregates.aggregates_for(
+                state.host))
+        self.table.sync(states, part='aggregates')
+
+    def apply_instances(self, hosts: Iterable[str]) -> None:
+        """Give the hosts' HostStates their instances; sync the table."""
+        self.table.sync(self.give_instances(hosts))
+
+    def give_instances(self, hosts: Iterable[str]) -> list[HostState]:
+        """Hand the hosts' instance dicts to their HostStates; returns
+        those HostStates (to be synced)."""
+        states = self.states_of(hosts)
+        for state in states:
+            state.update(instances=self.instances.info[state.host][
+                'instances'])
+        return states
+
+    def reread(self, states: Iterable[HostState]) -> None:
+        """Copy the nodes of ``states`` again at the next refresh."""
+        for state in states:
+            if state.compute_id is not None:
+                self._reread.add(state.compute_id)
+
+    # -- refresh -------------------------------------------------------------
+
+    def refresh(self, context: Any) -> list[HostState]:
+        """Bring the view up to date (a change read, else a full read);
+        returns the HostStates in ``compute_nodes.id`` order."""
+        if not self.refresh_changes(context):
+            self.refresh_all(context)
+        return self.table.states
+
+    def _full_refresh_due(self):
+        if self._last_full is None:
+            return True
+        interval = CONF.scheduler.full_refresh_interval
+        return time.monotonic() - self._last_full >= interval
+
+    def refresh_all(self, context: Any) -> None:
+        """Nova's per-request read: every node, service and the instances
+        of every host not in sync."""
+        started = timeutils.utcnow()
+        source = self.source
+        services = {svc['host']: svc for svc in
+                    source.service_get_all_by_binary(context, COMPUTE_BINARY)}
+        self.instances.read(context, source.compute_node_get_hosts(context))
+        states = []
+        self._by_id = {}
+        self._skipped = {}
+        for compute in source.compute_node_iter_all(context):
+            state = self._refresh_one(compute, services)
+            if state is not None:
+                states.append(state)
+        self._drop_dead_nodes({(s.host, s.nodename) for s in states})
+        if self.table.matches(states):
+            self.table.sync(states, part='aggregates')
+        else:
+            self.table = HostTable(states)
+        self._reread.clear()
+        self._service_seen = {svc['id']: source.row_version('services', svc)
+                              for svc in services.values()}
+        self._last_read = self._swept_from = started
+        self._last_full = self._last_delta = self._last_sweep = (
+            time.monotonic())
+
+    def _refresh_one(self, compute, services):
+        host = compute['host']
+        service = services.get(host)
+        if service is None:
+            LOG.warning('No compute service record found for host %s', host)
+            self._skipped[compute['id']] = host
+            return None
+        key = (host, compute['hypervisor_hostname'])
+        cell_uuid = self.source.cell_uuid(compute)
+        state = self.host_state_map.get(key)
+        if state is None:
+            state = HostState(host, key[1], cell_uuid=cell_uuid)
+            self.host_state_map[key] = state
+        state.cell_uuid = cell_uuid   # a node may move to another cell
+        state.update(compute, service, self.aggregates.aggregates_for(host),
+                     self.instances.instances_of(host))
+        self._by_id[compute['id']] = state
+        self._seen[compute['id']] = self.source.row_version('compute_nodes',
+                                                            compute)
+        return state
+
+    def _drop_dead_nodes(self, seen):
+        for key in set(self.host_state_map) - seen:
+            LOG.info('Removing dead compute node %s:%s from scheduler', *key)
+            del self.host_state_map[key]
+
+    def refresh_changes(self, context: Any) -> bool:
+        """Apply the rows changed since the last read; False when a full
+        read is due or needed (nodes or services appeared or went).
+
+        Each read asks for the rows stamped after the previous read began
+        (less the database's ``timestamp_resolution``).  A row stamped
+        before that but committed after it, or stamped by a writer whose
+        clock lags ours, is caught by the sweep: at most every
+        ``SWEEP_INTERVAL`` seconds, the versions of the rows stamped since
+        ``CLOCK_MARGIN`` before the previous sweep are compared with ours,
+        and the rows that differ are read in full.
+        """
+        if self._full_refresh_due():
+            return False
+        now = time.monotonic()
+        if (now - self._last_delta < CONF.scheduler.host_state_max_age
+                and not self._reread):
+            return True
+        started = timeutils.utcnow()
+        changes = self.source.get_changes_since(
+            context, self._last_read - self.source.timestamp_resolution(),
+            COMPUTE_BINARY)
+        sweeping = now - self._last_sweep >= SWEEP_INTERVAL
+        if sweeping:
+            self._add_late_rows(context, changes)
+        if not self._same_nodes(changes['compute_nodes'],
+                                changes['deleted_compute_node_ids'],
+                                changes['services']):
+            return False
+        changed = self._apply_compute_rows(context,
+                                           changes['compute_nodes'])
+        changed += self._apply_instance_rows(context, changes['instances'])
+        self.table.sync(changed)
+        self.table.sync(self._apply_service_rows(changes['services']),
+                        part='service')
+        self._last_read = started
+        self._last_delta = time.monotonic()
+        if sweeping:
+            self._swept_from = started
+            self._last_sweep = self._last_delta
+        return True
+
+    def _add_late_rows(self, context, changes):
+        """Add to ``changes`` the compute node and service rows stamped
+        since ``CLOCK_MARGIN`` before the previous sweep whose version is
+        not the one we hold (nor in ``changes``), and the instance rows
+        of that window."""
+        since = self._swept_from - CLOCK_MARGIN
+        versions = self.source.get_change_versions_since(context, since,
+                                                         COMPUTE_BINARY)
+        read = {(name, row['id']) for name in ('compute_nodes', 'services')
+                for row in changes[name]}
+        read.update(('compute_nodes', node_id)
+                    for node_id in changes['deleted_compute_node_ids'])
+        late = {name: [row_id for row_id, version in found.items()
+                       if (name, row_id) not in read and
+                       version != self._held_version(name, row_id)]
+                for name, found in versions.items()}
+        if late['compute_nodes'] or late['services']:
+            LOG.debug('Reading %d compute node and %d service row(s) '
+                      'committed after a read they predate',
+                      len(late['compute_nodes']), len(late['services']))
+            rows = self.source.get_rows_by_ids(
+                context, late['compute_nodes'], late['services'])
+            for name in ('compute_nodes', 'services'):
+                changes[name] = changes[name] + rows[name]
+            changes['deleted_compute_node_ids'] |= rows[
+                'deleted_compute_node_ids']
+        known = {row['id'] for row in changes['instances']}
+        changes['instances'] = changes['instances'] + [
+            row for row in self.source.get_instance_changes_since(
+                context, since)
+            if row['id'] not in known]
+
+    def _held_version(self, name, row_id):
+        """The ``row_version`` of the row we hold, or None."""
+        seen = self._seen if name == 'compute_nodes' else self._service_seen
+        return seen.get(row_id)
+
+    def _same_nodes(self, computes, deleted, services):
+        if deleted & self._by_id.keys():
+            return False
+        for row in computes:
+            state = self._by_id.get(row['id'])
+            if state is None:
+                if self._skipped.get(row['id']) != row['host']:
+                    return False   # a new node, or one that moved
+            elif (state.host, state.nodename) != (
+                    row['host'], row['hypervisor_hostname']):
+                return False
+        known = self.table.rows_by_host
+        skipped_hosts = set(self._skipped.values())
+        return not any(
+            (svc['deleted'] and svc['host'] in known) or
+            (not svc['deleted'] and svc['host'] in skipped_hosts)
+            for svc in services)
+
+    def _apply_compute_rows(self, context, computes):
+        rows = {row['id']: row for row in computes
+                if row['id'] in self._by_id and
+                self._seen.get(row['id']) !=
+                self.source.row_version('compute_nodes', row)}
+        for compute_id in self._reread - rows.keys():
+            if compute_id in self._by_id:
+                rows[compute_id] = self.source.compute_node_get(context,
+                                                                compute_id)
+        self._reread.clear()
+        changed = []
+        for compute_id, row in rows.items():
+            state = self._by_id[compute_id]
+            state.update(compute=row)
+            self._seen[compute_id] = self.source.row_version('compute_nodes',
+                                                             row)
+            changed.append(state)
+        return changed
+
+    def _apply_service_rows(self, services):
+        changed = []
+        for svc in services:
+            self._service_seen[svc['id']] = self.source.row_version(
+                'services', svc)
+            for state in self.states_of([svc['host']]):
+                if state.service != svc:
+                    state.update(service=svc)
+                    changed.append(state)
+        return changed
+
+    def _apply_instance_rows(self, context, instances):
+        """Re-read the instances of the hosts not in sync that the changed
+        instance rows were or are on."""
+        hosts = set()
+        for row in instances:
+            if row['host']:
+                hosts.add(row['host'])
+            hosts.update(self.table.states[r].host
+                         for r in self.table.rows_with_instance(row['uuid']))
+        hosts = {host for host in hosts
+                 if host in self.table.rows_by_host and
+                 not self.instances.in_sync(host)}
+        if not hosts:
+            return []
+        self.instances.read(context, hosts)
+        return self.give_instances(hosts)

@@ -1,0 +1,273 @@
+"""Figures of the benchmark: targets, rows, the table and the JSON lines.
+
+A row is one (mode, hosts, instances) measurement, a dict with at least
+``mode``, ``hosts``, ``instances``, ``p50_ms``, ``p95_ms``, ``p99_ms``
+(decision latency in milliseconds), ``decisions_per_s``, ``rss_mb``
+(resident memory in MiB: this process in-process, the service
+end-to-end), ``target_p50_ms``, ``target_p99_ms`` and ``meets_target``
+(None when ``TARGETS`` sets none for that row).  ``JsonLines``
+writes one row per line as soon as it is measured, so runs can be
+compared with ``jq`` or a few lines of Python.
+
+The targets (``TARGETS``: p50/p99 in ms, decisions per second of one
+service with sequential callers, service memory in MiB) are set for
+1,000, 10,000 and 100,000 hosts.  Another fleet size is held to the targets of
+the smallest of those sizes at least as large (``target_hosts``); above
+100,000 hosts there is none.
+"""
+
+import dataclasses
+import json
+import os
+import sys
+
+import numpy as np
+
+from scheduler_tools.bench import ENDTOEND
+from scheduler_tools.bench import INPROCESS
+
+TARGET_SIZES = (1000, 10000, 100000)
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """Ceilings (ms, MiB) and floor (decisions per second); None: none."""
+
+    p50_ms: float | None = None
+    p99_ms: float | None = None
+    decisions_per_s: float | None = None
+    rss_mb: float | None = None
+
+
+TARGETS = {
+    (INPROCESS, 1): {1000: Target(1, 3), 10000: Target(5, 15),
+                     100000: Target(50, 120)},
+    (INPROCESS, 10): {1000: Target(5), 10000: Target(20),
+                      100000: Target(200)},
+    (ENDTOEND, 1): {1000: Target(6, 20, 150),
+                    10000: Target(10, 30, 80, 300),
+                    100000: Target(60, 150, 15, 1024)},
+}
+
+
+def target_for(mode, hosts, instances):
+    """``(target_hosts, Target)`` for a row, or ``(None, None)``."""
+    table = TARGETS.get((mode, instances))
+    if not table:
+        return None, None
+    for size in TARGET_SIZES:
+        if hosts <= size:
+            return size, table[size]
+    return None, None
+
+
+# ---------------------------------------------------------------- memory --
+
+def _status_kb(pid, field):
+    try:
+        with open('/proc/%s/status' % pid) as stream:
+            for line in stream:
+                if line.startswith(field + ':'):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _children(pid):
+    found = []
+    for task in _listdir('/proc/%s/task' % pid):
+        try:
+            with open('/proc/%s/task/%s/children' % (pid, task)) as stream:
+                found.extend(int(child) for child in stream.read().split())
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def _listdir(path):
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
+
+
+def rss_mb(pid='self', field='VmRSS'):
+    """Resident memory in MiB of process ``pid`` and its descendants
+    (``/proc/<pid>/status`` ``VmRSS``; ``field='VmHWM'`` for the peak),
+    or None when it cannot be read."""
+    pids = [pid]
+    total_kb = None
+    while pids:
+        current = pids.pop()
+        kb = _status_kb(current, field)
+        if kb is not None:
+            total_kb = (total_kb or 0) + kb
+        if current != 'self':
+            pids.extend(_children(current))
+    return None if total_kb is None else round(total_kb / 1024.0, 1)
+
+
+# ------------------------------------------------------------------ rows --
+
+def percentiles_ms(latencies_ms):
+    """``{'p50_ms', 'p95_ms', 'p99_ms', 'mean_ms', 'max_ms'}`` (None each
+    without samples)."""
+    if not latencies_ms:
+        return dict.fromkeys(('p50_ms', 'p95_ms', 'p99_ms', 'mean_ms',
+                              'max_ms'))
+    values = np.asarray(latencies_ms, dtype=float)
+    p50, p95, p99 = np.percentile(values, [50, 95, 99])
+    return {'p50_ms': _round(p50), 'p95_ms': _round(p95),
+            'p99_ms': _round(p99), 'mean_ms': _round(values.mean()),
+            'max_ms': _round(values.max())}
+
+
+def _round(value, digits=3):
+    return None if value is None else round(float(value), digits)
+
+
+def make_row(mode, hosts, instances, timings, rss, peak_rss=None,
+             **extra):
+    """The row of one measurement (``timings`` an ``inprocess.Timings``;
+    ``rss``/``peak_rss`` in MiB), with its target and verdict."""
+    row = {'mode': mode, 'hosts': hosts, 'instances': instances,
+           'requests': len(timings.latencies_ms)}
+    row.update(percentiles_ms(timings.latencies_ms))
+    row.update(
+        decisions_per_s=_round(timings.decisions_per_s(), 2),
+        rss_mb=rss, peak_rss_mb=peak_rss,
+        no_valid_host=timings.no_valid_host, errors=timings.errors,
+        truncated=timings.truncated, measure_s=_round(timings.busy_s, 2))
+    row.update(extra)
+    target_hosts, target = target_for(mode, hosts, instances)
+    row['target_hosts'] = target_hosts
+    for name in ('p50_ms', 'p99_ms', 'decisions_per_s', 'rss_mb'):
+        row['target_' + name] = (getattr(target, name)
+                                 if target is not None else None)
+    row['meets_target'] = meets_target(row) if target is not None else None
+    return row
+
+
+def meets_target(row):
+    """Whether every figure with a target is within it (False when a
+    figure is missing)."""
+    checks = []
+    for name in ('p50_ms', 'p99_ms', 'rss_mb'):
+        limit = row.get('target_' + name)
+        if limit is not None:
+            checks.append(row.get(name) is not None and row[name] <= limit)
+    floor = row.get('target_decisions_per_s')
+    if floor is not None:
+        checks.append(row.get('decisions_per_s') is not None and
+                      row['decisions_per_s'] >= floor)
+    return all(checks)
+
+
+class JsonLines:
+    """One JSON object per line in ``path`` (truncated on open), flushed
+    row by row; a None path writes nothing."""
+
+    def __init__(self, path):
+        self.path = path
+        self._stream = None
+
+    def __enter__(self):
+        if self.path:
+            self._stream = open(self.path, 'w', encoding='utf-8')
+        return self
+
+    def write(self, row):
+        if self._stream is not None:
+            self._stream.write(json.dumps(row, sort_keys=True) + '\n')
+            self._stream.flush()
+
+    def __exit__(self, *exc_info):
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+
+
+def read_json_lines(path):
+    """The rows of a file written by ``JsonLines``."""
+    with open(path, encoding='utf-8') as stream:
+        return [json.loads(line) for line in stream if line.strip()]
+
+
+# ----------------------------------------------------------------- table --
+
+def _fmt(value, digits=1):
+    if value is None:
+        return '-'
+    if isinstance(value, float):
+        return '%.*f' % (digits, value)
+    return str(value)
+
+
+def _pair(value, target, digits=1):
+    if target is None:
+        return _fmt(value, digits)
+    return '%s / %s' % (_fmt(value, digits), _fmt(target, 0))
+
+
+def _verdict(row):
+    if row.get('meets_target') is None:
+        return '-'
+    return '[green]yes[/]' if row['meets_target'] else '[red]no[/]'
+
+
+def print_table(rows, console=None):
+    """Print the rows (and the node update costs, when measured) as rich
+    tables: measured / target."""
+    from rich.console import Console
+    from rich.table import Table
+
+    if console is None:
+        # Piped output: wide enough for every column.
+        console = Console(width=None if sys.stdout.isatty() else 150)
+    table = Table(title='scheduler-bench: select_destinations',
+                  caption='measured / target; latency in ms, memory in '
+                          'MiB, dec/s = decisions per second')
+    for name, justify in (('mode', 'left'), ('hosts', 'right'),
+                          ('inst', 'right'), ('req', 'right'),
+                          ('p50', 'right'), ('p95', 'right'),
+                          ('p99', 'right'), ('dec/s', 'right'),
+                          ('RSS', 'right'), ('NoValidHost', 'right'),
+                          ('meets', 'center')):
+        table.add_column(name, justify=justify)
+    for row in rows:
+        requests = str(row['requests'])
+        if row.get('truncated'):
+            requests += '*'
+        table.add_row(
+            row['mode'], '{:,}'.format(row['hosts']), str(row['instances']),
+            requests, _pair(row['p50_ms'], row['target_p50_ms'], 2),
+            _fmt(row['p95_ms'], 2),
+            _pair(row['p99_ms'], row['target_p99_ms'], 2),
+            _pair(row['decisions_per_s'], row['target_decisions_per_s']),
+            _pair(row['rss_mb'], row['target_rss_mb'], 0),
+            str(row['no_valid_host']), _verdict(row))
+    console.print(table)
+    if any(row.get('truncated') for row in rows):
+        console.print('* stopped by the time budget (--time-budget)')
+    updates = [row for row in rows if row.get('node_update_rounds')]
+    if updates:
+        _print_updates(console, updates, Table)
+
+
+def _print_updates(console, rows, table_cls):
+    table = table_cls(title='cost of one compute node update reaching the '
+                            "scheduler's view (medians, ms)")
+    for name in ('mode', 'hosts', 'rounds', 'row write',
+                 'decision, no change', 'decision after 1 update',
+                 'update cost'):
+        table.add_column(name, justify='left' if name == 'mode'
+                         else 'right')
+    for row in rows:
+        table.add_row(row['mode'], '{:,}'.format(row['hosts']),
+                      str(row['node_update_rounds']),
+                      _fmt(row['node_write_ms'], 2),
+                      _fmt(row['decision_no_change_ms'], 2),
+                      _fmt(row['decision_after_update_ms'], 2),
+                      _fmt(row['node_update_cost_ms'], 2))
+    console.print(table)

@@ -1,0 +1,271 @@
+"""``scheduler-bench``: measure the scheduler against its targets.
+
+``scheduler-bench`` with no option measures 1,000 and 10,000 hosts,
+in-process, then end-to-end when it is given a broker and a database
+(``--transport-url``, ``--database-connection``; without them the
+end-to-end mode is skipped), and prints a table of measured / target
+figures (the targets are ``bench.report.TARGETS``).  Options (parsed
+with the usual ``--config-file``; see ``scheduler-bench --help``):
+
+``--hosts 1000,10000``      fleet sizes
+``--instances 1,10``        instances per request (multi-instance
+                            requests ask for alternates)
+``--requests N``            measured single-instance requests per size
+                            (multi-instance: N / instances, at least 1)
+``--warmup N``              requests before measuring
+``--mode inprocess|endtoend|load|all``  (``all``: inprocess and
+                            endtoend)
+``--output FILE.json``      one JSON object per (mode, hosts, instances)
+``--smoke``                 50 hosts, 30 requests, in-process plus
+                            end-to-end when servers are given
+``--transport-url URL``     the broker of the end-to-end and load modes
+                            (a vhost no Nova uses)
+``--database-connection URL``  their database, which must hold no
+                            compute node (PostgreSQL)
+``--time-budget SECONDS``   cap of each phase (0: none)
+``--profile-dir DIR``       cProfile one in-process decision per size
+``--callers N``, ``--update-rounds N``, ``--seed N``, ``--noprogress``
+
+``--mode load`` runs the load test (``scheduler_tools.bench.load``) with its
+own defaults for the options not given (``load.DEFAULTS``: 30 hosts, 8
+callers, 60 s per topology, 30 s call time-out...), shortened by
+``--smoke`` (``load.SMOKE``)::
+
+    scheduler-bench --mode load --output load.json
+
+Exit status: 0 when the benchmark ran (whether or not targets are met),
+1 when the load mode ran but its check failed (overcommit, unbalanced
+claims, unanswered calls), 2 when it could not run.
+"""
+
+import os
+import platform
+import sys
+import time
+
+from oslo_config import cfg
+from oslo_config import types
+from oslo_log import log as logging
+
+from scheduler import config
+from scheduler.conf import CONF
+from scheduler_tools import bench
+from scheduler_tools import databases
+from scheduler_tools.bench import endtoend
+from scheduler_tools.bench import inprocess
+from scheduler_tools.bench import load
+from scheduler_tools.bench import report
+from scheduler_tools.bench import workload
+
+SMOKE = {'hosts': [50], 'requests': 30, 'warmup': 3, 'update_rounds': 2,
+         'time_budget_s': 30.0, 'server_timeout': 60.0}
+
+BENCH_OPTS = [
+    cfg.ListOpt('hosts', dest='bench_hosts', item_type=types.Integer(min=1),
+                default=[1000, 10000], metavar='N,N',
+                help='Fleet sizes to measure, comma-separated.'),
+    cfg.ListOpt('instances', dest='bench_instances',
+                item_type=types.Integer(min=1, max=100), default=[1, 10],
+                metavar='N,N',
+                help='Instances per request, comma-separated.'),
+    cfg.IntOpt('requests', dest='bench_requests', default=200, min=1,
+               metavar='N',
+               help='Measured single-instance requests per fleet size '
+                    '(multi-instance: N / instances, at least 1).'),
+    cfg.IntOpt('warmup', dest='bench_warmup', default=20, min=0,
+               metavar='N', help='Requests before measuring.'),
+    cfg.StrOpt('mode', dest='bench_mode', default='all', metavar='MODE',
+               choices=('inprocess', 'endtoend', 'load', 'all'),
+               help='In-process (driver on a warm HostManager), '
+                    'end-to-end (scheduler-service over RabbitMQ and '
+                    'PostgreSQL), both (all), or load (concurrent '
+                    'callers against 2 workers, then 2 services, with '
+                    'a check of the claims in the database).'),
+    cfg.StrOpt('output', dest='bench_output', metavar='FILE.json',
+               help='Write one JSON object per (mode, hosts, instances) '
+                    'to this file, one per line.'),
+    cfg.BoolOpt('smoke', dest='bench_smoke', default=False,
+                help='Quick check: 50 hosts, a few requests; end-to-end '
+                     'only when servers are given.'),
+    cfg.StrOpt('transport-url', dest='bench_transport_url', secret=True,
+               metavar='URL',
+               help='End-to-end and load: the broker (a vhost no Nova '
+                    'uses).'),
+    cfg.StrOpt('database-connection', dest='bench_database_connection',
+               secret=True, metavar='URL',
+               help='End-to-end and load: the database, which must hold '
+                    'no compute node.'),
+    cfg.IntOpt('seed', dest='bench_seed', default=0, metavar='N',
+               help='Seed of the fleet, the requests and the '
+                    'scheduler\'s random source.'),
+    cfg.IntOpt('update-rounds', dest='bench_update_rounds', default=20,
+               min=0, metavar='N',
+               help='Rounds of the node update cost measurement (0: '
+                    'skip it).'),
+    cfg.IntOpt('callers', dest='bench_callers', default=1, min=1,
+               metavar='N',
+               help='End-to-end: concurrent sequential callers.'),
+    cfg.FloatOpt('time-budget', dest='bench_time_budget', default=300.0,
+                 min=0.0, metavar='SECONDS',
+                 help='Stop each phase after this many seconds (once a '
+                      'few requests are measured); 0: no limit.'),
+    cfg.IntOpt('call-timeout', dest='bench_call_timeout', default=300,
+               min=1, metavar='SECONDS',
+               help='End-to-end: seconds to wait for each answer.'),
+    cfg.FloatOpt('server-timeout', dest='bench_server_timeout',
+                 default=120.0, min=1.0, metavar='SECONDS',
+                 help='Seconds to wait for the scheduler services to '
+                      'start.'),
+    cfg.StrOpt('profile-dir', dest='bench_profile_dir', metavar='DIR',
+               help='Profile one extra in-process decision per fleet size '
+                    'with cProfile: DIR/inprocess-<N>.pstats and the top '
+                    'entries by cumulative time in DIR/inprocess-<N>.txt.'),
+    cfg.BoolOpt('progress', dest='bench_progress', default=True,
+                help='Show progress bars (--noprogress to hide them).'),
+]
+
+# Settings field -> option dest, for the load mode's own defaults.
+LOAD_OPTIONS = {'hosts': 'bench_hosts', 'instances': 'bench_instances',
+                'requests': 'bench_requests', 'callers': 'bench_callers',
+                'time_budget_s': 'bench_time_budget',
+                'call_timeout': 'bench_call_timeout'}
+
+EXPECTED_ERRORS = (bench.BenchError, databases.DatabaseError,
+                   workload.WorkloadError, OSError)
+
+
+def register_opts(conf=CONF):
+    """Register the benchmark's command-line options on ``conf`` (once)."""
+    missing = [opt for opt in BENCH_OPTS if opt.dest not in conf]
+    if missing:
+        conf.register_cli_opts(missing)
+
+
+def settings_from(conf=CONF):
+    """A ``bench.Settings`` from the parsed options."""
+    modes = (bench.MODES if conf.bench_mode == 'all'
+             else (conf.bench_mode,))
+    loading = conf.bench_mode == bench.LOAD
+    settings = bench.Settings(
+        hosts=list(conf.bench_hosts), instances=list(conf.bench_instances),
+        requests=conf.bench_requests, warmup=conf.bench_warmup,
+        modes=modes, output=conf.bench_output, seed=conf.bench_seed,
+        transport_url=conf.bench_transport_url,
+        database_connection=conf.bench_database_connection,
+        update_rounds=conf.bench_update_rounds,
+        callers=conf.bench_callers,
+        time_budget_s=conf.bench_time_budget or None,
+        call_timeout=conf.bench_call_timeout,
+        server_timeout=conf.bench_server_timeout,
+        smoke=conf.bench_smoke, profile_dir=conf.bench_profile_dir,
+        progress=conf.bench_progress)
+    if loading:
+        for name, dest in LOAD_OPTIONS.items():
+            if (conf.get_location(dest).location ==
+                    cfg.Locations.opt_default):
+                setattr(settings, name, load.DEFAULTS[name])
+    if settings.smoke:
+        for name, value in (load.SMOKE if loading else SMOKE).items():
+            setattr(settings, name, value)
+    settings.endtoend_optional = conf.bench_mode == 'all'
+    if not settings.hosts or not settings.instances:
+        raise bench.BenchError('--hosts and --instances need a value')
+    return settings
+
+
+def _parse(argv):
+    register_opts(CONF)
+    logging.set_defaults(default_log_levels=(
+        logging.get_default_log_levels() + bench.QUIET_LOG_LEVELS))
+    config.parse_args(sys.argv[1:] if argv is None else argv)
+
+
+def _servers_given(settings):
+    """Whether the end-to-end mode runs (the load mode needs the same
+    servers): True when both the broker and the database are given;
+    False, with a note, when one is missing and the end-to-end mode is
+    optional (``--mode all``).  Raises BenchError otherwise."""
+    missing = [option for option, value in (
+        ('--transport-url', settings.transport_url),
+        ('--database-connection', settings.database_connection))
+        if not value]
+    if not missing:
+        return True
+    if settings.endtoend_optional:
+        print('scheduler-bench: end-to-end skipped: no %s given'
+              % ' and '.join(missing), file=sys.stderr)
+        return False
+    raise bench.BenchError('end-to-end and load need a RabbitMQ and a '
+                           'PostgreSQL database: pass %s'
+                           % ' and '.join(missing))
+
+
+def run(settings, out):
+    """Run the modes; return ``(rows, wall times in s by phase)``."""
+    rows, walls = [], {}
+
+    def emit(row):
+        rows.append(row)
+        out.write(row)
+
+    given = False
+    if bench.ENDTOEND in settings.modes or bench.LOAD in settings.modes:
+        given = _servers_given(settings)
+    if bench.INPROCESS in settings.modes:
+        bench.apply_scheduler_options(CONF)
+        for hosts in settings.hosts:
+            started = time.monotonic()
+            inprocess.run(hosts, settings, emit)
+            walls['%s %d' % (bench.INPROCESS, hosts)] = (
+                time.monotonic() - started)
+    if given:
+        for mode, module in ((bench.ENDTOEND, endtoend),
+                             (bench.LOAD, load)):
+            if mode not in settings.modes:
+                continue
+            for hosts in settings.hosts:
+                started = time.monotonic()
+                module.run(hosts, settings, settings.transport_url,
+                           None, emit)
+                walls['%s %d' % (mode, hosts)] = (
+                    time.monotonic() - started)
+    return rows, walls
+
+
+def main(argv=None):
+    """Parse ``argv`` (default ``sys.argv[1:]``), run, print the table;
+    return the exit status."""
+    _parse(argv)
+    started = time.monotonic()
+    try:
+        settings = settings_from(CONF)
+        with report.JsonLines(settings.output) as out:
+            rows, walls = run(settings, out)
+    except EXPECTED_ERRORS as exc:
+        print('scheduler-bench: error: %s' % exc, file=sys.stderr)
+        return 2
+    cpus = len(os.sched_getaffinity(0)) if hasattr(
+        os, 'sched_getaffinity') else os.cpu_count()
+    print('Python %s on %d CPU(s); seed %d; wall time %.1f s (%s)' % (
+        platform.python_version(), cpus, settings.seed,
+        time.monotonic() - started,
+        ', '.join('%s: %.1f s' % item for item in walls.items())))
+    loaded = [row for row in rows if row['mode'] == bench.LOAD]
+    if len(loaded) < len(rows) or not rows:
+        report.print_table([row for row in rows
+                            if row['mode'] != bench.LOAD])
+    if loaded:
+        load.print_table(loaded)
+    if settings.output:
+        print('Wrote %d row(s) to %s' % (len(rows), settings.output))
+    if settings.profile_dir:
+        print('Profiles of one decision in %s' % settings.profile_dir)
+    if not all(row['verified'] for row in loaded):
+        print('scheduler-bench: error: the load check failed (see '
+              '"verified")', file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

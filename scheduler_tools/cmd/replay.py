@@ -1,0 +1,85 @@
+"""``scheduler-replay``: drive the scheduler with a public VM trace.
+
+``scheduler-replay`` with no option replays the shipped Azure slice on a
+generated fleet against a scheduler service embedded in this process and
+prints a table of figures.  The scheduler's own settings come from the
+usual ``--config-file``; the replay's options (``--trace``, ``--limit``,
+``--fleet``, ``--hosts``, ``--hosts-factor``, ``--host-shape``,
+``--seed``, ``--speed``, ``--compare``, ``--output``, ``--plot``,
+``--placements``, ``--transport-url``, ``--database-connection``,
+``--seed-only``, ``--no-seed``, ...) parse with it; see
+``scheduler_tools.replay`` and ``scheduler-replay --help``.
+
+The progress bar and the tables are the output, so the service's and
+the transport's INFO lines are hidden (``QUIET_LOG_LEVELS``) unless the
+user asks for logs: with ``--debug`` or ``--log-file`` oslo.log's
+levels (or the configured ``default_log_levels``) apply.
+
+Against separately started services::
+
+    scheduler-replay --seed-only --database-connection URL [fleet options]
+    scheduler-service --config-file scheduler.conf     # same database
+    scheduler-replay --no-seed --transport-url rabbit://... \\
+        --database-connection URL --placements out.csv
+
+Exit status: 0 on success, 2 when the replay could not run.
+"""
+
+import logging as std_logging
+import sys
+
+from oslo_log import log as logging
+
+from scheduler import config
+from scheduler.conf import CONF
+from scheduler_tools.replay import agent
+from scheduler_tools.replay import fleet
+from scheduler_tools.replay import report
+from scheduler_tools.replay import runner
+from scheduler_tools.replay import trace
+
+# The progress bar and the table are the output: the service's and the
+# transport's INFO lines would only interleave with them.
+QUIET_LOG_LEVELS = ['scheduler=WARNING', 'scheduler_tools=WARNING',
+                    'kombu=ERROR', 'amqp=WARNING',
+                    'alembic=WARNING', 'matplotlib=WARNING',
+                    'oslo.messaging=WARNING', 'oslo_messaging=WARNING']
+
+EXPECTED_ERRORS = (runner.ReplayError, fleet.FleetError, trace.TraceError,
+                   agent.AgentError, OSError)
+
+
+def _parse(argv):
+    runner.register_opts(CONF)
+    logging.set_defaults(default_log_levels=(
+        logging.get_default_log_levels() + QUIET_LOG_LEVELS))
+    config.parse_args(sys.argv[1:] if argv is None else argv)
+    if CONF.debug or CONF.log_file:
+        # The user asked for logs: their levels, not the quiet ones.
+        for pair in QUIET_LOG_LEVELS:
+            std_logging.getLogger(pair.split('=')[0]).setLevel(
+                std_logging.NOTSET)
+        CONF.set_default('default_log_levels',
+                         logging.get_default_log_levels())
+        logging.setup(CONF, 'scheduler')
+
+
+def main(argv=None):
+    """Parse ``argv`` (default ``sys.argv[1:]``), seed and/or replay,
+    print the figures; return the exit status."""
+    _parse(argv)
+    try:
+        settings = runner.Settings(CONF)
+        result = runner.run(settings)
+    except EXPECTED_ERRORS as exc:
+        print('scheduler-replay: error: %s' % exc, file=sys.stderr)
+        return 2
+    if settings.seed_only:
+        print('Seeded %d compute node(s).' % result['seeded_nodes'])
+        return 0
+    report.print_tables(result)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,181 @@
+"""Fleets of compute nodes: reading, writing and generating them.
+
+A fleet CSV has one compute node per row and a header line.  Columns:
+
+``host``, ``nodename``
+    The service host name and the hypervisor (node) name; several nodes
+    may share a host.
+``vcpus``, ``memory_mb``, ``local_gb``
+    Physical capacity: CPUs, RAM in MiB, local disk in GiB.
+``availability_zone`` (optional)
+    The host's zone: it joins the aggregate ``az-<zone>`` whose metadata
+    sets ``availability_zone``.
+``aggregates`` (optional)
+    ``;``-separated aggregate names the host belongs to.
+``cpu_allocation_ratio``, ``ram_allocation_ratio``,
+``disk_allocation_ratio`` (optional)
+    Written to the compute node row; empty leaves them NULL, so the
+    scheduler's ``[DEFAULT]`` options (or Nova's 16.0 / 1.5 / 1.0) apply.
+``hypervisor_type`` (optional)
+    Default ``QEMU``.
+
+``generate_fleet`` builds a homogeneous fleet from a host shape
+``vcpus:memory_mb:local_gb`` (e.g. ``64:262144:2000``; without
+``local_gb`` the replay chooses the disk, see ``runner``), hosts named
+``compute-0001``, ``compute-0002``, ... (node name = host name).
+
+A fleet is a list of ``scheduler_tools.seed.HostSpec``; the seeder
+(``seed.seed_fleet``) writes it into an empty database the way compute
+services and an operator would.  ``load_nodes`` reads the compute nodes
+back (the replay always works from the rows, seeded or not).
+"""
+
+import csv
+
+from scheduler.db import api as db
+from scheduler_tools.seed import DEFAULT_HYPERVISOR_TYPE
+from scheduler_tools.seed import RATIO_NAMES
+from scheduler_tools.seed import FleetError
+from scheduler_tools.seed import HostSpec
+from scheduler_tools.seed import check_fleet
+
+FLEET_COLUMNS = ('host', 'nodename', 'vcpus', 'memory_mb', 'local_gb')
+OPTIONAL_COLUMNS = ('availability_zone', 'aggregates',
+                    'cpu_allocation_ratio', 'ram_allocation_ratio',
+                    'disk_allocation_ratio', 'hypervisor_type')
+
+
+# ----------------------------------------------------------------- read --
+
+def _cell(row, name):
+    return (row.get(name) or '').strip()
+
+
+def _count(row, name, line):
+    text = _cell(row, name)
+    try:
+        value = int(text)
+    except ValueError:
+        raise FleetError('line %d: %s %r is not an integer'
+                         % (line, name, text)) from None
+    if value < 0:
+        raise FleetError('line %d: %s %r is negative' % (line, name, text))
+    return value
+
+
+def _ratio(row, name, line):
+    text = _cell(row, name)
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise FleetError('line %d: %s %r is not a number'
+                         % (line, name, text)) from None
+    if not value > 0:
+        raise FleetError('line %d: %s %r must be positive'
+                         % (line, name, text))
+    return value
+
+
+def parse_host(row, line=0):
+    """Build a HostSpec from a CSV row dict; ``line`` numbers errors.
+
+    :raises FleetError: an empty name or a bad number.
+    """
+    for name in ('host', 'nodename'):
+        if not _cell(row, name):
+            raise FleetError('line %d: %s is empty' % (line, name))
+    aggregates = tuple(name.strip()
+                       for name in _cell(row, 'aggregates').split(';')
+                       if name.strip())
+    return HostSpec(
+        host=_cell(row, 'host'), nodename=_cell(row, 'nodename'),
+        vcpus=_count(row, 'vcpus', line),
+        memory_mb=_count(row, 'memory_mb', line),
+        local_gb=_count(row, 'local_gb', line),
+        availability_zone=_cell(row, 'availability_zone') or None,
+        aggregates=aggregates,
+        hypervisor_type=(_cell(row, 'hypervisor_type') or
+                         DEFAULT_HYPERVISOR_TYPE),
+        **{name: _ratio(row, name, line) for name in RATIO_NAMES})
+
+
+def read_fleet(path):
+    """The HostSpecs of the fleet CSV ``path``, in file order.
+
+    :raises FleetError: a missing column, a bad value, a duplicate
+        (host, nodename) or no host at all.
+    """
+    with open(path, encoding='utf-8', newline='') as stream:
+        reader = csv.DictReader(stream)
+        missing = [name for name in FLEET_COLUMNS
+                   if name not in (reader.fieldnames or ())]
+        if missing:
+            raise FleetError('%s: missing column(s) %s'
+                             % (path, ', '.join(missing)))
+        hosts = [parse_host(row, reader.line_num) for row in reader]
+    check_fleet(hosts)
+    return hosts
+
+
+def write_fleet(path, hosts):
+    """Write ``hosts`` (HostSpecs) as a fleet CSV with every column."""
+    with open(path, 'w', encoding='utf-8', newline='') as out:
+        writer = csv.writer(out, lineterminator='\n')
+        writer.writerow(FLEET_COLUMNS + OPTIONAL_COLUMNS)
+        for spec in hosts:
+            writer.writerow([
+                spec.host, spec.nodename, spec.vcpus, spec.memory_mb,
+                spec.local_gb, spec.availability_zone or '',
+                ';'.join(spec.aggregates)] +
+                ['' if getattr(spec, name) is None else getattr(spec, name)
+                 for name in RATIO_NAMES] + [spec.hypervisor_type])
+
+
+# ------------------------------------------------------------- generate --
+
+def parse_host_shape(text):
+    """``'vcpus:memory_mb:local_gb'`` -> ``(vcpus, memory_mb, local_gb)``
+    (CPUs, MiB, GiB), each a positive integer; ``'vcpus:memory_mb'`` ->
+    ``(vcpus, memory_mb, None)``, the disk left to the caller.
+
+    :raises FleetError: not two or three positive integers.
+    """
+    parts = str(text).split(':')
+    try:
+        shape = tuple(int(part) for part in parts)
+    except ValueError:
+        shape = ()
+    if len(shape) not in (2, 3) or min(shape) <= 0:
+        raise FleetError('host shape %r is not vcpus:memory_mb[:local_gb] '
+                         '(positive integers)' % (text,))
+    return shape + (None,) * (3 - len(shape))
+
+
+def generate_fleet(count, shape):
+    """``count`` identical HostSpecs of ``shape`` (vcpus, memory_mb in
+    MiB, local_gb in GiB), named ``compute-0001``... (at least 4 digits,
+    so the names sort in creation order); node name = host name."""
+    if count < 1:
+        raise FleetError('a generated fleet needs at least one host')
+    vcpus, memory_mb, local_gb = shape
+    width = max(4, len(str(count)))
+    names = ['compute-%0*d' % (width, number)
+             for number in range(1, count + 1)]
+    return [HostSpec(name, name, vcpus, memory_mb, local_gb)
+            for name in names]
+
+
+# ------------------------------------------------------------ read back --
+
+def load_nodes(ctx):
+    """Every live compute node row of the database (dicts, by id).
+
+    :raises FleetError: there is none (seed first).
+    """
+    rows = db.compute_node_get_all(ctx)
+    if not rows:
+        raise FleetError('the database has no compute node: seed it first '
+                         '(scheduler-replay --seed-only)')
+    return rows
