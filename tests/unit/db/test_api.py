@@ -251,7 +251,7 @@ def test_changes_are_found_by_index_not_by_scan(db_engine):
                                        'SET enable_indexscan = off']))
             assert 'Seq Scan' not in details, details
             assert 'BitmapOr' in details, details
-            for column in api._CHANGE_TIMESTAMPS:
+            for column in db_changes._CHANGE_TIMESTAMPS:
                 assert 'Bitmap Index Scan on %s_%s_idx' % (
                     table, column) in details, details
 
