@@ -63,10 +63,10 @@ def allocation_ratio_rows(host_filter: typing.Any, table: 'HostTable',
     hook = '_get_' + ratio_name
     ratio_of = getattr(host_filter, hook)
     if _declared_with(host_filter, 'uses_host_ratio', hook):
-        return typing.cast(npt.NDArray[np.float64],
+        return typing.cast('npt.NDArray[np.float64]',
                            table.columns[ratio_name][rows])
     if _declared_with(host_filter, 'ratio_ignores_request', hook):
-        return typing.cast(npt.NDArray[np.float64], table.memo(
+        return typing.cast('npt.NDArray[np.float64]', table.memo(
             host_filter, 'ratio', lambda state: ratio_of(state, spec_obj),
             rows, dtype=float))
     return np.fromiter((ratio_of(state, spec_obj)
@@ -126,7 +126,7 @@ class OvercommitFilter(filters.BaseHostFilter):
         used = measure.in_use(lambda name: columns[name][rows], total)
         ratio = allocation_ratio_rows(self, table, rows, spec_obj,
                                       measure.ratio)
-        return typing.cast(npt.NDArray[np.bool_], capacity.filter_fits(
+        return typing.cast('npt.NDArray[np.bool_]', capacity.filter_fits(
             measure, total, used, ratio, getattr(spec_obj, measure.request)))
 
     def apply_limits(self, host_state: 'HostState',
