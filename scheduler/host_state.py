@@ -10,7 +10,8 @@ A HostState is refreshed from its ``compute_nodes`` row by ``update`` and
 virtually consumed by ``consume_from_request`` between the instances of a
 request.  A row whose ``updated_at`` is older than the last local
 consumption is not copied, so the consumption stays until the compute
-node reports again.
+node reports again; a row stamped ahead of this clock counts as stamped
+now (and a warning names its node).
 
 The resources copied from a row are what the compute node reports minus
 what schedulers have claimed on it and not yet seen reported
@@ -36,6 +37,10 @@ from scheduler.conf import CONF
 from scheduler.resources import capacity
 
 LOG = logging.getLogger(__name__)
+
+# Seconds a compute node row may be stamped ahead of this clock before a
+# warning says so (clocks of one deployment differ by less under NTP).
+CLOCK_SKEW_WARNING_S = 5.0
 
 # Nova's hard defaults when neither the row nor the config sets a ratio.
 DEFAULT_ALLOCATION_RATIOS = {'cpu_allocation_ratio': 16.0,
@@ -174,14 +179,32 @@ class HostState:
             return
         # A row never updated since its creation counts from created_at.
         updated_at = compute.get('updated_at') or compute.get('created_at')
-        if (self.updated and updated_at and
-                self.updated > timeutils.normalize_time(updated_at)):
+        stamp = timeutils.normalize_time(updated_at) if updated_at else None
+        if self.updated and stamp and self.updated > stamp:
             # A local consumption is newer than the row: keep it.
             return
         self._copy_resources(compute)
         self.generation = compute.get('generation') or 0
-        self.updated = (timeutils.normalize_time(updated_at)
-                        if updated_at else None)
+        self.updated = self._no_later_than_now(stamp)
+
+    def _no_later_than_now(self, stamp):
+        """The row's ``stamp`` (naive UTC), or now when the row's writer
+        stamped it ahead of this clock: a row stamped in the future must
+        not make the node's next, correct, report look older than it
+        (and be skipped) for as long as the skew.  A skew over
+        ``CLOCK_SKEW_WARNING_S`` is logged, naming the node."""
+        if stamp is None:
+            return None
+        now = timeutils.utcnow()
+        if stamp <= now:
+            return stamp
+        skew_s = (stamp - now).total_seconds()
+        if skew_s > CLOCK_SKEW_WARNING_S:
+            LOG.warning('The compute_nodes row of %s:%s is stamped %.0f s '
+                        'ahead of this scheduler\'s clock (updated_at %s): '
+                        'check the clock of the host that wrote it',
+                        self.host, self.nodename, skew_s, stamp.isoformat())
+        return now
 
     def _copy_resources(self, compute):
         claimed_disk_gb = compute.get('claimed_disk_gb') or 0

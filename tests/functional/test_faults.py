@@ -779,3 +779,48 @@ def test_stop_with_a_backlog_is_bounded_and_leaves_no_worker(
     assert not alive, dep.log()
     assert took < 10, dep.log()
     assert dep.returncode is not None
+
+
+# ------------------------------------------------ a clock jumped ahead --
+
+def test_a_node_stamped_in_the_future_is_scheduled_again_on_a_correct_report(
+        deploy, rabbit_url, postgresql_url, fresh_database):
+    """A compute node writes its row stamped an hour ahead (its clock
+    jumped) reporting no free RAM, then a correct report (64 GiB free,
+    stamped now): the service schedules on it again at once, well within
+    ``full_refresh_interval``, and logs a warning naming the node and the
+    skew."""
+    db_url = fresh_database(postgresql_url)
+    dep = deploy(db_url, rabbit_url, seed_fn=lambda ctx: seed.add_compute(
+        ctx, 'skewed', vcpus=64, memory_mb=65536, local_gb=1000))
+    node = db.compute_node_get_all(dep.ctx)[0]
+    ahead = timeutils.utcnow() + datetime.timedelta(hours=1)
+    writers.compute_node_update(dep.ctx, node['id'], {
+        'memory_mb_used': 65536, 'free_ram_mb': 0, 'updated_at': ahead})
+    # 40 GiB: more than the full node leaves even with the default RAM
+    # allocation ratio (1.5 x 64 GiB - 64 GiB = 32 GiB).
+    spec = seed.make_spec(memory_mb=40960, vcpus=1, root_gb=1)
+    with pytest.raises(exception.NoValidHost):
+        dep.api.select_destinations(dep.ctx, spec)
+    reported = time.monotonic()
+    writers.compute_node_update(dep.ctx, node['id'], {
+        'memory_mb_used': 0, 'free_ram_mb': 65536,
+        'updated_at': timeutils.utcnow()})
+    picks = dep.wait_for(lambda: _placed(dep, spec), timeout=30)
+    scheduled_after = time.monotonic() - reported
+    _report('node stamped 1 h ahead', scheduled_again_after=scheduled_after)
+    assert picks == ['skewed']
+    assert scheduled_after < CONF.scheduler.full_refresh_interval
+    log = dep.log()
+    assert 'compute_nodes row of skewed:' in log, log
+    assert 'ahead of this scheduler' in log, log
+
+
+def _placed(dep, spec):
+    """The hosts ``spec`` gets (a list), or None on NoValidHost."""
+    try:
+        picks = dep.api.select_destinations(dep.ctx, spec,
+                                            return_objects=True)
+    except exception.NoValidHost:
+        return None
+    return [pick[0].service_host for pick in picks]
