@@ -35,29 +35,14 @@ from oslo_utils import timeutils
 from scheduler import numa
 from scheduler.conf import CONF
 from scheduler.resources import capacity
+from scheduler.resources.ratios import DEFAULT_ALLOCATION_RATIOS
+from scheduler.resources.ratios import resolve_allocation_ratio
 
 LOG = logging.getLogger(__name__)
 
 # Seconds a compute node row may be stamped ahead of this clock before a
 # warning says so (clocks of one deployment differ by less under NTP).
 CLOCK_SKEW_WARNING_S = 5.0
-
-# Nova's hard defaults when neither the row nor the config sets a ratio.
-DEFAULT_ALLOCATION_RATIOS = {'cpu_allocation_ratio': 16.0,
-                             'ram_allocation_ratio': 1.5,
-                             'disk_allocation_ratio': 1.0}
-
-
-def resolve_allocation_ratio(name, row_value):
-    """A node's allocation ratio: the row's, else the config's, else Nova's
-    default (16.0 CPU, 1.5 RAM, 1.0 disk).  0.0 and NULL mean "unset"."""
-    if row_value:
-        return float(row_value)
-    configured = getattr(CONF, name)
-    if configured:
-        return float(configured)
-    return DEFAULT_ALLOCATION_RATIOS[name]
-
 
 def _json(value, default):
     """Decode a JSON text column; a dict/list passes through."""

@@ -24,6 +24,7 @@ from scheduler.db import api
 from scheduler.db import models
 from scheduler.db import source
 from scheduler.db.nova import node_claims
+from scheduler.resources import ratios
 
 context_manager = api.context_manager
 
@@ -33,11 +34,6 @@ CLAIMS = models.SchedulerClaim.__table__
 
 RATIO_NAMES = ('cpu_allocation_ratio', 'ram_allocation_ratio',
                'disk_allocation_ratio')
-# Nova's allocation ratios of a node that sets none, when the config
-# sets none either (as ``host_state.DEFAULT_ALLOCATION_RATIOS``).
-NOVA_DEFAULT_RATIOS = {'cpu_allocation_ratio': 16.0,
-                       'ram_allocation_ratio': 1.5,
-                       'disk_allocation_ratio': 1.0}
 
 # Retries of a claim or release after a deadlock or a lost re-check.
 MAX_RETRIES = 10
@@ -93,11 +89,10 @@ def config_ratios():
 
     :returns: ``{'cpu_allocation_ratio': float, 'ram_allocation_ratio':
         float, 'disk_allocation_ratio': float}``: ``[DEFAULT]`` options,
-        else Nova's defaults (``NOVA_DEFAULT_RATIOS``), as the host view
-        resolves them (``host_state.resolve_allocation_ratio``, which a
-        caller may pass as ``ratios`` instead).
+        else Nova's defaults: ``ratios.resolve_allocation_ratio``, the
+        host view's rule.
     """
-    return {name: float(getattr(CONF, name) or NOVA_DEFAULT_RATIOS[name])
+    return {name: ratios.resolve_allocation_ratio(name, None)
             for name in RATIO_NAMES}
 
 

@@ -1,7 +1,7 @@
 """Allocation ratios: the overcommit that applies to a host.
 
 A host's own ratio is its compute node's, else the configured value,
-else Nova's default (``host_state.resolve_allocation_ratio``); the
+else Nova's default (``resolve_allocation_ratio``); the
 Aggregate* filters take the smallest valid value of the host's
 aggregates instead.  The filters, weighers, host table, live-migration
 checks and claims all resolve ratios here.
@@ -12,13 +12,28 @@ import typing
 from collections.abc import Callable
 
 from scheduler import aggregates
-from scheduler import host_state as host_state_module
+from scheduler.conf import CONF
 
 # The ratio names, as HostState attributes, HostTable columns, options
 # and aggregate metadata keys.
 CPU = 'cpu_allocation_ratio'
 RAM = 'ram_allocation_ratio'
 DISK = 'disk_allocation_ratio'
+
+# Nova's hard defaults when neither the row nor the config sets a ratio.
+DEFAULT_ALLOCATION_RATIOS = {CPU: 16.0, RAM: 1.5, DISK: 1.0}
+
+
+def resolve_allocation_ratio(name: str, row_value: typing.Any) -> float:
+    """A node's allocation ratio ``name``: the row's, else the config's,
+    else Nova's default (16.0 CPU, 1.5 RAM, 1.0 disk).  0.0 and NULL mean
+    "unset", as in Nova."""
+    if row_value:
+        return float(row_value)
+    configured = getattr(CONF, name)
+    if configured:
+        return float(configured)
+    return DEFAULT_ALLOCATION_RATIOS[name]
 
 
 def host_allocation_ratio(host_state: typing.Any, ratio_name: str) -> float:
@@ -31,7 +46,7 @@ def host_allocation_ratio(host_state: typing.Any, ratio_name: str) -> float:
     """
     value = getattr(host_state, ratio_name, None)
     if value is None:
-        return host_state_module.resolve_allocation_ratio(ratio_name, None)
+        return resolve_allocation_ratio(ratio_name, None)
     return typing.cast(float, value)
 
 

@@ -611,11 +611,8 @@ def test_claim_many_is_all_or_none_and_records_hosts(ctx):
 
 
 def test_default_ratios_are_the_host_views():
-    """``claim_sql`` resolves unset ratios as ``host_state`` does,
-    without importing it."""
+    """The claims resolve unset ratios as the host view does."""
     from scheduler import host_state
-    assert (claim_sql.NOVA_DEFAULT_RATIOS ==
-            host_state.DEFAULT_ALLOCATION_RATIOS)
     assert claims.config_ratios() == {
         name: host_state.resolve_allocation_ratio(name, None)
         for name in claims.RATIO_NAMES}
