@@ -47,6 +47,7 @@ class HostManager:
             self.source, CONF.filter_scheduler.track_instance_changes)
         self.refresher = refresh.Refresher(self.source, self.aggregates,
                                            self.instances)
+        self.aggregates.set_hosts(self.source.compute_node_get_hosts(context))
         self.aggregates.load(context, self.source)
         if self.instances.track:
             with self.lock:
@@ -70,7 +71,7 @@ class HostManager:
         return self.aggregates.aggs_by_id
 
     @property
-    def host_aggregates_map(self) -> dict[str, set[int]]:
+    def host_aggregates_map(self) -> dict[str, tuple[int, ...]]:
         return self.aggregates.host_aggregates_map
 
     def get_all_host_states(self, context: Any) -> list[HostState]:

@@ -37,6 +37,7 @@ from scheduler import drivers
 from scheduler import exception
 from scheduler import rpc
 from scheduler.conf import CONF
+from scheduler.engine import deadline
 from scheduler.objects import aggregate as aggregate_obj
 from scheduler.objects import base as objects_base
 from scheduler.objects import instance as instance_obj
@@ -153,9 +154,16 @@ class SchedulerManager:
     def _select(self, ctxt, spec_obj, instance_uuids, return_objects,
                 return_alternates):
         return_alternates = bool(return_alternates and return_objects)
-        try:
-            selections = self.driver.select_destinations(
+
+        def decide():
+            if hasattr(ctxt, "update_store"):
+                ctxt.update_store()     # the request id in its logs
+            return self.driver.select_destinations(
                 ctxt, spec_obj, instance_uuids, return_alternates)
+
+        try:
+            selections = deadline.run(CONF.scheduler.decision_timeout,
+                                      decide)
         except (db_exc.DBError, sa_exc.DBAPIError) as exc:
             # oslo.db translates DBAPI errors into DBError, but not those
             # raised while connecting under SQLAlchemy 2.1 (its

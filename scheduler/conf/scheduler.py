@@ -121,6 +121,21 @@ scheduler_opts = [
                      'request fails, or after ``claim_timeout``.  When '
                      'false, concurrent schedulers may overcommit a node, '
                      'as Nova\'s filter scheduler may.'),
+    cfg.FloatOpt('decision_timeout', default=10.0, min=0,
+                 help='Seconds a select_destinations decision may wait on '
+                      'the database (our own option).  Each statement '
+                      'and lock wait is bounded by it on the database '
+                      'server (PostgreSQL ``statement_timeout`` and '
+                      '``lock_timeout``, MySQL/MariaDB '
+                      '``innodb_lock_wait_timeout`` and statement time), '
+                      'as is opening a connection; and here, since a '
+                      'frozen server cannot time out by itself: a decision '
+                      'still unfinished after it and waiting (not '
+                      'computing) is abandoned, the caller gets '
+                      'DatabaseUnavailable, and the decision commits no '
+                      'claim (it releases any it committed meanwhile).  '
+                      'Keep it well below the callers\' '
+                      '``rpc_response_timeout`` (60).  0 disables it.'),
     cfg.IntOpt('claim_timeout', default=300, min=1,
                help='Seconds after which a resource claim whose instance '
                     'never showed up on the chosen host is released (our '

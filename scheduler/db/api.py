@@ -43,6 +43,7 @@ from oslo_utils import timeutils
 from scheduler import exception
 from scheduler.conf import CONF
 from scheduler.db import models
+from scheduler.db import timeouts
 
 context_manager = enginefacade.transaction_context()
 _CONFIGURE_LOCK = threading.Lock()
@@ -135,6 +136,7 @@ def _write_ahead_log(dbapi_connection, connection_record):
 
 
 context_manager.append_on_engine_create(_pool_sqlite_connections)
+context_manager.append_on_engine_create(timeouts.install)
 
 
 def get_engine():

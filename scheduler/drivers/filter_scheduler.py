@@ -58,6 +58,7 @@ from scheduler import live_migration
 from scheduler import notifications
 from scheduler.conf import CONF
 from scheduler.drivers import base
+from scheduler.engine import deadline
 from scheduler.engine import reservation
 from scheduler.objects import selection as selection_obj
 
@@ -83,6 +84,7 @@ class FilterScheduler(base.Scheduler):
         notifications.notify_select_destinations(
             self.notifier, context, spec_obj, 'start')
         with self.host_manager.lock:
+            deadline.check()    # given up while waiting for the lock
             selections = self._schedule(context, spec_obj, instance_uuids,
                                         return_alternates)
         notifications.notify_select_destinations(
@@ -120,13 +122,22 @@ class FilterScheduler(base.Scheduler):
             if group is not None:
                 group.hosts = group_hosts
                 group.obj_reset_changes(['hosts'])
-            manager.get_all_host_states(context)
-            selected, ranking = self._place(context, spec_obj, uuids,
-                                            return_alternates,
-                                            claim_each=True)
+            selected, ranking = self._place_claiming_each(
+                context, spec_obj, uuids, return_alternates)
+        except deadline.Abandoned:
+            # Before the decision's transaction committed (rolled back);
+            # on SQLite the claims had committed on their own.
+            self._abandon(context, placed,
+                          uuids[:len(placed)] if claiming else [])
+        except Exception:
+            manager.forget_consumption(placed)  # a database error
+            raise
         else:
             if claiming:
                 manager.keep_consumption(selected)
+        if not deadline.finish():
+            self._abandon(context, selected, uuids[:len(selected)]
+                          if claiming else [])
         # Enough hosts for every list, even if all chosen ones come first.
         alternates = ranking.best(max_hosts + num)
         ranking.apply_limits(selected + alternates)
@@ -172,6 +183,33 @@ class FilterScheduler(base.Scheduler):
         if realternate:
             ranking.rank(num - 1, pick=False, limit=needed)
         return selected, ranking
+
+    def _place_claiming_each(self, context, spec_obj, uuids,
+                             return_alternates):
+        """``_place`` after a lost race, each instance's claim in a
+        transaction of its own; on an error, the claims taken are
+        released (they would otherwise last ``claim_timeout``)."""
+        self.host_manager.get_all_host_states(context)
+        try:
+            return self._place(context, spec_obj, uuids, return_alternates,
+                               claim_each=True)
+        except exception.NoValidHost:
+            raise               # _place released what it claimed
+        except Exception:
+            self.reservation.release(context, uuids)
+            raise
+
+    def _abandon(self, context, selected, claimed_uuids):
+        """The caller was answered DatabaseUnavailable while this
+        decision waited (``scheduler.engine.deadline``): release the
+        claims it committed since, forget its consumption."""
+        if claimed_uuids:
+            self.reservation.release(context, claimed_uuids)
+        self.host_manager.forget_consumption(selected)
+        LOG.warning('Released the claims of a decision whose caller was '
+                    'answered DatabaseUnavailable (decision_timeout): %s',
+                    ', '.join(claimed_uuids) or 'none')
+        raise deadline.Abandoned()
 
     def _claim_first(self, context, spec_obj, ranking, instance_uuid):
         """Claim the best candidate of ``ranking``; when the claim is

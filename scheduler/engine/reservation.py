@@ -26,6 +26,7 @@ from scheduler import exception
 from scheduler.db import claim_releases
 from scheduler.db import claims
 from scheduler.db import source
+from scheduler.engine import deadline
 from scheduler.host_state import HostState
 from scheduler.host_state import resolve_allocation_ratio
 from scheduler.resources import capacity
@@ -105,6 +106,8 @@ class SqlReservation:
                 self._local.connection = connection
                 try:
                     yield
+                    # Past its deadline, a decision commits nothing.
+                    deadline.check()
                 finally:
                     self._local.connection = None
         except claims.RACE_ERRORS as exc:
@@ -133,6 +136,7 @@ class SqlReservation:
     def claim_one(self, context: Any, spec_obj: Any, state: HostState,
                   instance_uuid: str) -> bool:
         """``claims.claim``; a refusal is explained (``log_refusal``)."""
+        deadline.check()
         amounts = capacity.claim_amounts(spec_obj)
         if claims.claim(context, state.compute_id, instance_uuid, *amounts,
                         ratios=view_ratios()):

@@ -114,7 +114,10 @@ class Refresher:
         source = self.source
         services = {svc['host']: svc for svc in
                     source.service_get_all_by_binary(context, COMPUTE_BINARY)}
-        self.instances.read(context, source.compute_node_get_hosts(context))
+        hosts = source.compute_node_get_hosts(context)
+        self.aggregates.set_hosts(hosts)
+        self.instances.retain(hosts)
+        self.instances.read(context, hosts)
         states = []
         self._by_id = {}
         self._skipped = {}

@@ -34,6 +34,8 @@ import dataclasses
 import datetime
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -42,6 +44,7 @@ import kombu.exceptions
 import oslo_messaging as messaging
 import pytest
 from deployment import Deployment
+from deployment import service_environment
 from oslo_utils import timeutils
 from oslo_utils import uuidutils
 
@@ -601,6 +604,137 @@ def test_database_outage_gives_database_unavailable(kind, private_server,
     assert sum(r.ok for r in results if r.sent > first.done) >= 10
 
 
+# ----------------------------------------------------- a frozen database --
+
+FREEZE_S = 20.0
+# Nova's rpc_response_timeout default: the caller's patience.
+NOVA_CALL_TIMEOUT = 60
+
+
+class ClaimingCaller(threading.Thread):
+    """Sequential ``select_destinations`` calls, each for an instance
+    uuid of its own, until ``stop()``: ``results`` holds ``(uuid,
+    Result)``."""
+
+    def __init__(self, dep):
+        super().__init__(name='claiming-caller', daemon=True)
+        self.api = rpcapi.SchedulerAPI(dep.transport,
+                                       timeout=NOVA_CALL_TIMEOUT)
+        self.ctx = dep.ctx
+        self.results = []
+        self._stopping = threading.Event()
+
+    def run(self):
+        while not self._stopping.is_set():
+            instance = uuidutils.generate_uuid()
+            sent = time.monotonic()
+            try:
+                self.api.select_destinations(self.ctx, _spec(),
+                                             instance_uuids=[instance])
+            except Exception as exc:
+                outcome, error = type(exc), str(exc)[:300]
+            else:
+                outcome, error = 'ok', ''
+            self.results.append((instance, Result(
+                sent, time.monotonic(), outcome, 1, [], error)))
+            self._stopping.wait(0 if outcome == 'ok' else 0.2)
+
+    def stop(self):
+        self._stopping.set()
+        self.join(NOVA_CALL_TIMEOUT + 10)
+        assert not self.is_alive(), 'the caller hangs'
+
+
+@contextlib.contextmanager
+def _rows_locked(db_url):
+    """Every ``compute_nodes`` row locked (``SELECT ... FOR UPDATE``) by
+    another session until the block ends."""
+    import sqlalchemy as sa
+    engine = sa.create_engine(db_url)
+    try:
+        with engine.connect() as connection:
+            connection.execute(sa.text(
+                'SELECT id FROM compute_nodes FOR UPDATE'))
+            yield
+            connection.rollback()
+    finally:
+        engine.dispose()
+
+
+@contextlib.contextmanager
+def _frozen(database):
+    database.freeze()
+    try:
+        yield
+    finally:
+        database.thaw()
+
+
+@pytest.mark.timeout(FREEZE_S + 2 * TEST_TIMEOUT)
+@pytest.mark.parametrize('stall', ['frozen', 'rows locked'])
+def test_a_stalled_database_gives_database_unavailable_and_leaks_no_claim(
+        stall, private_server, deploy, rabbit_url):
+    """PostgreSQL frozen (SIGSTOP), or its ``compute_nodes`` rows locked
+    by another session, for 20 s under two callers, with the default
+    settings: the calls caught in it get DatabaseUnavailable within
+    ``decision_timeout`` (plus a second), none times out, answers come
+    back within seconds of the end, and exactly the answered requests
+    hold a claim (an abandoned decision commits none, or releases what
+    it committed)."""
+    database = private_server('postgresql')
+    db_url = databases.create_database(database.url, prefix='faults')
+    dep = deploy(db_url, rabbit_url, seed_fn=_seed_hosts)
+    stalled = (_frozen(database) if stall == 'frozen'
+               else _rows_locked(db_url))
+    timeout = CONF.scheduler.decision_timeout
+    callers = [ClaimingCaller(dep), ClaimingCaller(dep)]
+    for caller in callers:
+        caller.start()
+    try:
+        time.sleep(WARM_UP)
+        frozen_at = time.monotonic()
+        with stalled:
+            time.sleep(FREEZE_S)
+        thawed_at = time.monotonic()
+        deadline = thawed_at + RECOVERY_BOUND
+        while not any(r.ok and r.sent > thawed_at
+                      for c in callers for _, r in list(c.results)):
+            assert time.monotonic() < deadline, 'no answer after the thaw'
+            time.sleep(0.05)
+        time.sleep(AFTERWARDS)
+    finally:
+        database.thaw()
+        for caller in callers:
+            caller.stop()
+    results = sorted((item for c in callers for item in c.results),
+                     key=lambda item: item[1].sent)
+    caught = [r for _, r in results
+              if r.done > frozen_at and r.sent < thawed_at]
+    refused = [r for r in caught if not r.ok]
+    back = min(r.done for _, r in results if r.ok and r.sent > thawed_at)
+    # The abandoned decisions finish once the database answers again.
+    time.sleep(2)
+    claimed = {claim['instance_uuid'] for claim in claims.get_claims(
+        dep.ctx)}
+    answered = {uuid for uuid, r in results if r.ok}
+    _report('PostgreSQL %s %.0f s, decision_timeout %.0f s'
+            % (stall, FREEZE_S, timeout), requests=len(results),
+            caught=_outcomes(caught),
+            slowest_refusal=max((r.done - r.sent for r in refused),
+                                default=None),
+            answering_again_after_thaw=back - thawed_at,
+            claims=len(claimed), answered=len(answered))
+    assert dep.returncode is None, dep.log()
+    assert len(refused) >= 2, _outcomes(caught)
+    assert all(issubclass(r.outcome, exception.DatabaseUnavailable)
+               for r in refused), _errors(refused)
+    assert max(r.done - r.sent for r in refused) < timeout + 2
+    assert back - thawed_at < 5
+    assert claimed == answered
+    if stall == 'frozen':
+        assert 'Abandoned a decision' in dep.log()
+
+
 # ------------------------------------------------------------ heartbeat --
 
 class Heartbeats(threading.Thread):
@@ -824,3 +958,160 @@ def _placed(dep, spec):
     except exception.NoValidHost:
         return None
     return [pick[0].service_host for pick in picks]
+
+
+# ------------------------------------------------------- a cast flood --
+
+FLOOD_AGGREGATES = 20
+# Seconds the workers may take, once the flood is sent, to process it.
+FLOOD_DRAIN_BOUND = 60
+
+
+# Sends fanout casts from a process of its own (so that building them
+# does not slow down the callers' threads here).  argv: the transport
+# URL, the kind of flood, the number of casts; prints the seconds the
+# sending took.
+#
+# * ``aggregates``: ``update_aggregates`` of 1,000 random host names
+#   each, cycling through 20 aggregates;
+# * ``mixed``: in turn ``update_instance_info`` (10 new instances),
+#   ``delete_instance_info`` and ``sync_instance_info`` (100 uuids), each
+#   from a random host that has no compute node, and one aggregate cast
+#   of 100 random host names in ten.
+FLOOD_SENDER = """
+import sys, time
+from oslo_utils import uuidutils
+from scheduler import context, rpc, rpcapi
+from scheduler.conf import CONF
+from scheduler.objects import aggregate as aggregate_obj
+from scheduler.objects import instance as instance_obj
+CONF([], project='scheduler')
+url, kind, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+api = rpcapi.SchedulerAPI(rpc.get_transport(CONF, url=url))
+ctx = context.get_admin_context()
+uuid = uuidutils.generate_uuid
+
+
+def aggregate(i, per_cast):
+    api.update_aggregates(ctx, [aggregate_obj.Aggregate(
+        id=100 + i % 20, uuid=uuid(), name='flood-%d' % i,
+        metadata={'flood': str(i)},
+        hosts=[uuid()[:13] for _ in range(per_cast)])])
+
+
+def instance_cast(i):
+    host = 'unknown-' + uuid()[:8]
+    if i % 3 == 0:
+        api.update_instance_info(ctx, host, instance_obj.InstanceList(
+            objects=[instance_obj.Instance(uuid=uuid()) for _ in range(10)]))
+    elif i % 3 == 1:
+        api.delete_instance_info(ctx, host, uuid())
+    else:
+        api.sync_instance_info(ctx, host, [uuid() for _ in range(100)])
+
+
+started = time.monotonic()
+for i in range(count):
+    if kind == 'aggregates':
+        aggregate(i, 1000)
+    elif i % 10 == 9:
+        aggregate(i, 100)
+    else:
+        instance_cast(i)
+print(time.monotonic() - started)
+"""
+FLOODS = {'aggregates': (2000, '2,000 update_aggregates x 1,000 hosts'),
+          'mixed': (20000, '20,000 mixed casts from unknown hosts')}
+
+
+def _cpu_seconds(procs):
+    return sum(sum(proc.cpu_times()[:2]) for proc in procs)
+
+
+def _cpu_rate(procs, window=1.0):
+    """The cores ``procs`` use together over the next ``window`` s."""
+    before = _cpu_seconds(procs)
+    time.sleep(window)
+    return (_cpu_seconds(procs) - before) / window
+
+
+def _wait_cpu_below(procs, rate, timeout):
+    """Wait until ``procs`` use at most ``rate`` cores over a second;
+    returns the seconds waited, or None when they still use more after
+    ``timeout`` s."""
+    started = time.monotonic()
+    while _cpu_rate(procs) > rate:
+        if time.monotonic() - started >= timeout:
+            return None
+    return time.monotonic() - started
+
+
+def _rss_mib(procs):
+    return [proc.memory_info().rss / 2 ** 20 for proc in procs]
+
+
+@pytest.mark.timeout(FLOOD_DRAIN_BOUND * 3 + TEST_TIMEOUT)
+@pytest.mark.parametrize('kind', sorted(FLOODS))
+def test_a_cast_flood_does_not_starve_calls_or_keep_memory(
+        kind, deploy, rabbit_url, postgresql_url, fresh_database):
+    """A flood of fanout casts (``FLOOD_SENDER``), sent while two
+    callers boot, to a service of two workers: every call is answered,
+    the 99th percentile latency stays under 1 s, and once the casts are
+    processed (the workers' CPU back to what the two callers alone cost)
+    each worker's RSS is within 20% of what it was before the flood."""
+    import psutil
+
+    from scheduler.objects import aggregate as aggregate_obj
+    db_url = fresh_database(postgresql_url)
+    dep = deploy(db_url, rabbit_url, seed_fn=_seed_hosts, options={
+        ('scheduler', 'workers'): 2,
+        ('DEFAULT', 'service_down_time'): 3600})
+    workers = [psutil.Process(pid) for pid in dep.worker_pids(2)]
+    assert len(workers) == 2, dep.log()
+
+    def cast(i, hosts):
+        dep.api.update_aggregates(dep.ctx, [aggregate_obj.Aggregate(
+            id=100 + i % FLOOD_AGGREGATES, uuid=uuidutils.generate_uuid(),
+            name='flood-%d' % i, hosts=hosts, metadata={'flood': str(i)})])
+
+    # Warm both workers (their first decisions and casts) before the
+    # baselines are taken.
+    for i in range(FLOOD_AGGREGATES):
+        cast(i, list(HOSTS))
+    with _load(dep) as warm, _load(dep) as other:
+        warm.wait_requests(40)
+        other.wait_requests(40)
+        calls_alone = _cpu_rate(workers, window=2.0)
+    rss_before = _rss_mib(workers)
+    with _load(dep) as first, _load(dep) as second:
+        first.wait_requests(5)
+        flood_at = time.monotonic()
+        sender = subprocess.run(
+            [sys.executable, '-c', FLOOD_SENDER, rabbit_url, kind,
+             str(FLOODS[kind][0])],
+            capture_output=True, text=True, check=False,
+            env=service_environment(), timeout=FLOOD_DRAIN_BOUND * 2)
+        assert sender.returncode == 0, sender.stderr[-3000:]
+        sent_at = time.monotonic()
+        drained = _wait_cpu_below(workers, calls_alone * 1.5 + 0.1,
+                                  FLOOD_DRAIN_BOUND)
+        first.wait_requests(5)
+        second.wait_requests(5)
+    rss_after = _rss_mib(workers)
+    results = sorted(first.results + second.results, key=lambda r: r.sent)
+    during = [r for r in results if r.done > flood_at]
+    latencies = sorted(r.done - r.sent for r in during)
+    p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
+    _report('flood of %s, 2 workers' % FLOODS[kind][1],
+            sending=sent_at - flood_at,
+            processed_after_sending=drained, calls=len(during),
+            outcomes=_outcomes(during), p50=latencies[len(latencies) // 2],
+            p99=p99, slowest=latencies[-1],
+            rss_mib_before='/'.join('%.0f' % m for m in rss_before),
+            rss_mib_after='/'.join('%.0f' % m for m in rss_after))
+    assert drained is not None, 'the workers are still busy'
+    assert _outcomes(results) == {'ok': len(results)}, _errors(results)
+    assert p99 < 1.0
+    for before, after in zip(rss_before, rss_after, strict=True):
+        assert after <= 1.2 * before
+    assert dep.returncode is None, dep.log()

@@ -285,7 +285,8 @@ class Rig:
     def wait_for_casts(self, before, sent):
         """Wait until the server handled the casts sent since ``before``
         (in-process: the dispatcher's counter; process: a fanout
-        sentinel cast that every worker logs)."""
+        sentinel cast that every worker logs: a sync from a host without
+        compute node)."""
         deadline = time.monotonic() + CAST_WAIT
         if self.in_process:
             while self.dispatched < before + sent:
@@ -311,8 +312,8 @@ class Rig:
             host = 'sentinel-%d' % self._sentinels
             client.cast(self.ctx, 'sync_instance_info', host_name=host,
                         instance_uuids=[])
-            lines.append('The instance sync for host %s did not match'
-                         % host)
+            lines.append('Ignoring sync_instance_info from %s, which has '
+                         'no compute node yet' % host)
         expected = self.workers if fanout else 1
         while not all(self.full_log().count(line) >= expected
                       for line in lines):

@@ -163,19 +163,34 @@ def test_update_and_delete_instance_info(ctx):
     assert new not in manager.get_all_host_states(ctx)[0].instances
 
 
-def test_update_from_unknown_host(ctx):
+def test_casts_from_a_host_without_compute_node_keep_nothing(ctx):
+    """A host with no compute node is not kept, whatever it casts; once
+    its node appears, the refresh reads its instances from the
+    database."""
     seed.add_compute(ctx, 'h1')
     manager = host_manager.HostManager(ctx)
-    a, b = str(uuid.uuid4()), str(uuid.uuid4())
-    manager.update_instance_info(ctx, 'new-host', _instance_list(a, b))
-    assert manager.instances.info['new-host'] == {
-        'instances': manager.instances.info['new-host']['instances'],
-        'updated': True}
-    single = _instance(ctx, 'other-host')
-    manager.update_instance_info(ctx, 'other-host',
-                                 _instance_list(str(uuid.uuid4())))
-    info = manager.instances.info['other-host']
-    assert (set(info['instances']), info['updated']) == ({single}, False)
+    stored = _instance(ctx, 'new-host')
+    manager.update_instance_info(ctx, 'new-host', _instance_list(
+        str(uuid.uuid4()), str(uuid.uuid4())))
+    manager.delete_instance_info(ctx, 'new-host', str(uuid.uuid4()))
+    manager.sync_instance_info(ctx, 'new-host', [str(uuid.uuid4())])
+    assert set(manager.instances.info) == {'h1'}
+    seed.add_compute(ctx, 'new-host')
+    states = {s.host: s for s in manager.get_all_host_states(ctx)}
+    assert set(states['new-host'].instances) == {stored}
+    assert manager.instances.info['new-host']['updated'] is False
+
+
+def test_a_deleted_compute_node_takes_its_instances_along(ctx):
+    seed.add_compute(ctx, 'h1')
+    node = seed.add_compute(ctx, 'h2')
+    _instance(ctx, 'h2')
+    manager = host_manager.HostManager(ctx)
+    manager.get_all_host_states(ctx)
+    assert set(manager.instances.info) == {'h1', 'h2'}
+    writers.compute_node_delete(ctx, node['id'])
+    assert [s.host for s in manager.get_all_host_states(ctx)] == ['h1']
+    assert set(manager.instances.info) == {'h1'}
 
 
 def test_sync_mismatch_rereads_the_database(ctx):
@@ -193,6 +208,11 @@ def test_tracking_off_reads_the_database_every_time(ctx, conf):
     manager = host_manager.HostManager(ctx)
     assert manager.instances.info == {}
     inst = _instance(ctx, 'h1')
+    assert set(manager.get_all_host_states(ctx)[0].instances) == {inst}
+    # The casts change nothing (Nova ignores them too).
+    manager.update_instance_info(ctx, 'h1', _instance_list(
+        str(uuid.uuid4())))
+    manager.delete_instance_info(ctx, 'h1', inst)
     assert set(manager.get_all_host_states(ctx)[0].instances) == {inst}
 
 

@@ -27,6 +27,7 @@ from oslo_db.sqlalchemy import engines
 
 from scheduler.conf import api_database
 from scheduler.conf import cells as cells_conf
+from scheduler.db import timeouts
 from scheduler.db.nova import schema
 
 CELL0_UUID = cells_conf.CELL0_UUID
@@ -83,13 +84,15 @@ def create_engine(url, conf):
                for name in api_database.ENGINE_OPTIONS
                if name != 'slave_connection'}
     try:
-        return engines.create_engine(url, thread_checkin=False, **options)
+        engine = engines.create_engine(url, thread_checkin=False, **options)
     except (sa.exc.ArgumentError, ValueError) as exc:
         raise CellsError('bad database URL %s: %s'
                          % (safe_url(url), exc)) from exc
     except DATABASE_ERRORS as exc:
         raise CellsError('cannot connect to %s: %s'
                          % (safe_url(url), _first_line(exc))) from exc
+    timeouts.install(engine)
+    return engine
 
 
 def _first_line(exc):

@@ -1,0 +1,182 @@
+"""A decision's deadline: a stalled database cannot hold a call.
+
+``run`` runs each ``select_destinations`` decision on a thread of its
+own while the RPC thread waits for it, up to ``[scheduler]
+decision_timeout`` seconds.  Past that, a decision still computing (its
+thread used CPU over the last ``PROGRESS_WINDOW`` s: a request for
+thousands of instances) is waited for; a decision that is waiting (on
+the database, or on the view's lock another stalled decision holds) is
+*abandoned*: the caller gets DatabaseUnavailable at once, and the
+decision, whenever the database answers again, commits no claim:
+
+* ``check()``, called before a claim transaction commits, raises
+  ``Abandoned`` (the transaction rolls back);
+* ``finish()``, called once the claims are committed, says whether the
+  answer will still reach its caller; when it will not, the decision
+  releases what it committed.
+
+Abandoning and finishing exclude each other (one lock), so a caller
+never gets an error for claims that stay, nor an answer for claims that
+were released.  The database server bounds its own statements and lock
+waits too (``scheduler.db.timeouts``); this bound holds when the server
+cannot (a frozen server, a network that drops packets).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import psutil
+from oslo_log import log as logging
+
+from scheduler import exception
+
+LOG = logging.getLogger(__name__)
+
+# Seconds over which a decision's thread must use CPU to count as
+# computing (and be waited for) once its deadline passed.
+PROGRESS_WINDOW = 0.5
+# The CPU share of one core, over PROGRESS_WINDOW, above which it does.
+PROGRESS_SHARE = 0.05
+
+
+class Abandoned(Exception):
+    """The decision's caller was answered DatabaseUnavailable: commit
+    nothing."""
+
+
+class Deadline:
+    """One decision's deadline and its fate (see the module)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.expires = time.monotonic() + seconds
+        self.thread_id: int | None = None    # native id, once it runs
+        self._lock = threading.Lock()
+        self._abandoned = False
+        self._finished = False
+
+    def remaining(self) -> float:
+        return max(0.0, self.expires - time.monotonic())
+
+    @property
+    def abandoned(self) -> bool:
+        return self._abandoned
+
+    def abandon(self) -> bool:
+        """Give the decision up; False when it finished first."""
+        with self._lock:
+            if not self._finished:
+                self._abandoned = True
+            return self._abandoned
+
+    def finish(self) -> bool:
+        """The decision's claims are committed: True when its answer
+        still reaches the caller, False when it was abandoned."""
+        with self._lock:
+            if not self._abandoned:
+                self._finished = True
+            return self._finished
+
+    def check(self) -> None:
+        """Raise Abandoned when the decision was given up."""
+        if self._abandoned:
+            raise Abandoned()
+
+
+_current = threading.local()
+
+
+def current() -> Deadline | None:
+    """The deadline of the decision running on this thread, if any."""
+    return getattr(_current, 'deadline', None)
+
+
+def check() -> None:
+    """``Deadline.check`` of this thread's decision (none: no-op)."""
+    deadline = current()
+    if deadline is not None:
+        deadline.check()
+
+
+def finish() -> bool:
+    """``Deadline.finish`` of this thread's decision (none: True)."""
+    deadline = current()
+    return deadline.finish() if deadline is not None else True
+
+
+def _cpu_seconds(thread_id: int) -> float | None:
+    for thread in psutil.Process().threads():
+        if thread.id == thread_id:
+            return thread.user_time + thread.system_time
+    return None
+
+
+def _computing(deadline: Deadline) -> bool:
+    """Whether the decision's thread used CPU over the next
+    ``PROGRESS_WINDOW`` s (False when it has not started)."""
+    if deadline.thread_id is None:
+        return False
+    before = _cpu_seconds(deadline.thread_id)
+    time.sleep(PROGRESS_WINDOW)
+    after = _cpu_seconds(deadline.thread_id)
+    return (before is not None and after is not None and
+            after - before > PROGRESS_SHARE * PROGRESS_WINDOW)
+
+
+class _Decision(threading.Thread):
+    """One decision on a daemon thread of its own (a decision stalled in
+    the database must not hold the process at exit)."""
+
+    def __init__(self, deadline: Deadline, decide: Callable[[], Any]
+                 ) -> None:
+        super().__init__(name='decision', daemon=True)
+        self.deadline = deadline
+        self.decide = decide
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        self.deadline.thread_id = threading.get_native_id()
+        _current.deadline = self.deadline
+        try:
+            self.deadline.check()
+            self.result = self.decide()
+        except BaseException as exc:
+            self.error = exc
+        finally:
+            _current.deadline = None
+
+    def outcome(self) -> Any:
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+def run(seconds: float, decide: Callable[[], Any]) -> Any:
+    """``decide()``'s result, within ``seconds`` while it waits.
+
+    Raises what ``decide`` raises, or DatabaseUnavailable when the
+    decision is abandoned (see the module).  ``seconds`` 0: ``decide``
+    runs on this thread, unbounded.
+    """
+    if not seconds:
+        return decide()
+    deadline = Deadline(seconds)
+    decision = _Decision(deadline, decide)
+    decision.start()
+    while True:
+        decision.join(deadline.remaining())
+        if not decision.is_alive():
+            return decision.outcome()
+        if (_computing(deadline) or not decision.is_alive() or
+                not deadline.abandon()):
+            continue
+        LOG.error('Abandoned a decision waiting for more than %.0f s '
+                  '(decision_timeout): the database does not answer',
+                  seconds)
+        raise exception.DatabaseUnavailable(
+            reason='no answer within %.0f s (decision_timeout)' % seconds)
