@@ -179,8 +179,8 @@ def _start_server(kind, **options):
     return server
 
 
-def _server_fixture(kind):
-    server = _start_server(kind)
+def _server_fixture(kind, **options):
+    server = _start_server(kind, **options)
     try:
         yield server
     finally:
@@ -254,6 +254,19 @@ def postgresql_url(postgresql_server):
     Do not create tables in it: use ``fresh_database(postgresql_url)``.
     """
     return postgresql_server.url
+
+
+@pytest.fixture(scope="session")
+def placement_server(postgresql_server):
+    """A real Placement (``openstack-placement`` under gunicorn, two
+    workers, ``noauth2``) on a database of its own in the session's
+    PostgreSQL; ``.url`` is its endpoint.  Shared by the session: use
+    provider names and uuids of your own."""
+    db_url = make_database(postgresql_server.url, prefix="placement")
+    try:
+        yield from _server_fixture("placement", database_url=db_url)
+    finally:
+        drop_database(db_url)
 
 
 @pytest.fixture(scope="session")

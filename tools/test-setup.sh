@@ -202,6 +202,48 @@ elif ! make_nova_venv; then
     exit 1
 fi
 
+# --- Placement, for the Placement tests ------------------------------------
+
+PLACEMENT_VERSION=${SCHEDULER_PLACEMENT_VERSION:-16.0.0}
+PLACEMENT_VENV=${SCHEDULER_PLACEMENT_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/scheduler-tests/placement-$PLACEMENT_VERSION}
+PLACEMENT_STAMP=$PLACEMENT_VENV/scheduler-placement-version
+
+placement_venv_is_current() {
+    [ -x "$PLACEMENT_VENV/bin/gunicorn" ] &&
+        [ -x "$PLACEMENT_VENV/bin/placement-manage" ] &&
+        [ -f "$PLACEMENT_STAMP" ] &&
+        [ "$(cat "$PLACEMENT_STAMP")" = "$PLACEMENT_VERSION" ]
+}
+
+# A fresh venv with openstack-placement, gunicorn (its WSGI server here)
+# and the PostgreSQL driver; made as the Nova venv is.
+make_placement_venv() {
+    rm -rf "$PLACEMENT_VENV" && mkdir -p "$(dirname "$PLACEMENT_VENV")" ||
+        return 1
+    local pip=("$PLACEMENT_VENV/bin/python" -m pip)
+    if ! "$NOVA_PYTHON" -m venv "$PLACEMENT_VENV" >/dev/null 2>&1; then
+        rm -rf "$PLACEMENT_VENV" &&
+            "$NOVA_PYTHON" -m venv --without-pip "$PLACEMENT_VENV" || return 1
+        pip=("$PYTHON" -m pip --python "$PLACEMENT_VENV/bin/python")
+    fi
+    log "installing openstack-placement==$PLACEMENT_VERSION into $PLACEMENT_VENV"
+    PIP_ROOT_USER_ACTION=ignore "${pip[@]}" install -q \
+        --disable-pip-version-check --no-input \
+        "openstack-placement==$PLACEMENT_VERSION" gunicorn psycopg2-binary &&
+        "$PLACEMENT_VENV/bin/python" -c 'import importlib.util, sys
+sys.exit(importlib.util.find_spec("placement.wsgi.api") is None)' &&
+        echo "$PLACEMENT_VERSION" > "$PLACEMENT_STAMP"
+}
+
+if [ "${SCHEDULER_SKIP_PLACEMENT_VENV:-0}" = 1 ]; then
+    log "SCHEDULER_SKIP_PLACEMENT_VENV=1: not preparing the Placement venv"
+elif placement_venv_is_current; then
+    log "placement $PLACEMENT_VERSION venv is ready in $PLACEMENT_VENV"
+elif ! make_placement_venv; then
+    log "could not install openstack-placement==$PLACEMENT_VERSION into $PLACEMENT_VENV"
+    exit 1
+fi
+
 # --- Python side -----------------------------------------------------------
 
 if [ "${SCHEDULER_SKIP_PIP_INSTALL:-0}" = 1 ]; then
