@@ -98,6 +98,55 @@ class PlacementAPI:
                    json={'resource_provider_generation': generation,
                          'traits': list(node.traits)})
 
+    def add_provider(self, provider) -> None:
+        """Write a ``scheduler.placement.candidates.Provider``: the
+        provider, its custom resource classes and traits, inventories,
+        traits, aggregates, and its usages as one consumer's
+        allocation."""
+        self._call('POST', '/resource_providers', (200, 201),
+                   json={'uuid': provider.uuid, 'name': provider.name})
+        for rc in provider.inventories:
+            if rc.startswith('CUSTOM_'):
+                self._call('PUT', '/resource_classes/%s' % rc, (201, 204))
+        for trait in provider.traits:
+            if trait.startswith('CUSTOM_'):
+                self._call('PUT', '/traits/%s' % trait, (201, 204))
+        path = '/resource_providers/%s' % provider.uuid
+        generation = self._json('PUT', path + '/inventories', json={
+            'resource_provider_generation': 0,
+            'inventories': {
+                rc: {'total': i.total, 'reserved': i.reserved,
+                     'min_unit': i.min_unit,
+                     'max_unit': i.total if i.max_unit is None
+                     else i.max_unit,
+                     'step_size': i.step_size,
+                     'allocation_ratio': i.allocation_ratio}
+                for rc, i in provider.inventories.items()},
+        })['resource_provider_generation']
+        generation = self._json('PUT', path + '/traits', json={
+            'resource_provider_generation': generation,
+            'traits': sorted(provider.traits)})['resource_provider_generation']
+        self._json('PUT', path + '/aggregates', json={
+            'resource_provider_generation': generation,
+            'aggregates': sorted(provider.aggregates)})
+        used = {rc: amount for rc, amount in provider.usages.items()
+                if amount}
+        if used:
+            status = self.claim(str(uuid_lib.uuid4()), {'allocations': {
+                provider.uuid: {'resources': used}}}, str(uuid_lib.uuid4()),
+                str(uuid_lib.uuid4()))
+            if status != 204:
+                raise PlacementError('the usages of %s were refused'
+                                     % provider.name)
+
+    def ensure(self, traits=(), resource_classes=()) -> None:
+        """Create custom traits and resource classes (a request naming
+        an unknown one is a 400)."""
+        for trait in traits:
+            self._call('PUT', '/traits/%s' % trait, (201, 204))
+        for rc in resource_classes:
+            self._call('PUT', '/resource_classes/%s' % rc, (201, 204))
+
     # -- reads ---------------------------------------------------------------
 
     def provider(self, rp_uuid: str) -> dict:
@@ -123,11 +172,13 @@ class PlacementAPI:
         """``PUT /allocations/{consumer}`` of one allocation request (as
         ``nova.scheduler.utils.claim_resources``); returns the status,
         204 when claimed, 409 when refused (capacity, or a concurrent
-        update)."""
+        update).  Always at Nova's microversion (1.38 and later also ask
+        for a ``consumer_type``)."""
         body = dict(allocation_request, project_id=project_id,
                     user_id=user_id, consumer_generation=consumer_generation)
         return self._call('PUT', '/allocations/%s' % consumer, (204, 409),
-                          json=body).status_code
+                          json=body,
+                          microversion=NOVA_MICROVERSION).status_code
 
     def allocations(self, consumer: str) -> dict:
         return self._json('GET', '/allocations/%s' % consumer)

@@ -1,0 +1,2 @@
+"""Placement mode: resource providers in memory, allocation candidates
+computed as Placement computes them (docs/placement.rst)."""

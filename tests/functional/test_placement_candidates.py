@@ -1,0 +1,127 @@
+"""Differential test: ``scheduler.placement.candidates`` against a real
+Placement's ``GET /allocation_candidates`` on generated root providers
+(inventories with reserved, ratios, min/max units and steps; usages;
+traits; aggregates) and requests (resources, required, forbidden and
+``in:`` traits, ``member_of`` with ``in:`` and forbidden aggregates).
+
+Both answers must list the same allocation requests and the same
+provider summaries for the example's providers (the session's Placement
+holds others too; the rules are per provider), or both refuse the
+request (Placement's 400, our ValueError).
+"""
+
+import json
+import uuid
+
+from hypothesis import HealthCheck
+from hypothesis import event
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
+from placement_api import PlacementAPI
+
+from scheduler.placement import candidates
+
+RESOURCE_CLASSES = ('VCPU', 'MEMORY_MB', 'DISK_GB', 'CUSTOM_GOLD')
+TRAITS = ('CUSTOM_TRAIT_A', 'CUSTOM_TRAIT_B', 'CUSTOM_TRAIT_C')
+AGGREGATES = tuple(str(uuid.uuid4()) for _ in range(3))
+# Placement 16.0.0's newest: ``in:`` in ``required`` needs 1.39.
+MICROVERSION = '1.39'
+
+
+@st.composite
+def inventories(draw):
+    total = draw(st.integers(1, 64))
+    max_unit = draw(st.integers(1, total))
+    return candidates.Inventory(
+        total=total, reserved=draw(st.integers(0, total // 2)),
+        min_unit=draw(st.sampled_from([1, 1, 1, max_unit])),
+        max_unit=max_unit, step_size=draw(st.sampled_from([1, 1, 2, 4])),
+        allocation_ratio=draw(st.sampled_from([1.0, 1.5, 2.0, 16.0])))
+
+
+@st.composite
+def providers(draw):
+    classes = draw(st.sets(st.sampled_from(RESOURCE_CLASSES), min_size=2))
+    inventory = {rc: draw(inventories()) for rc in sorted(classes)}
+    usages = {}
+    for rc, inv in inventory.items():
+        allowed = [amount for amount in range(inv.min_unit,
+                                              inv.max_unit + 1)
+                   if amount % inv.step_size == 0 and
+                   amount <= inv.capacity]
+        if allowed and draw(st.booleans()):
+            usages[rc] = draw(st.sampled_from(allowed))
+    name = 'diff-%s' % uuid.uuid4().hex[:12]
+    return candidates.Provider(
+        uuid=str(uuid.uuid4()), name=name, inventories=inventory,
+        usages=usages,
+        traits=frozenset(draw(st.sets(st.sampled_from(TRAITS)))),
+        aggregates=frozenset(draw(st.sets(st.sampled_from(AGGREGATES)))))
+
+
+@st.composite
+def queries(draw):
+    # Mostly small amounts (most providers can hold them), some large.
+    amounts = st.one_of(st.integers(1, 4), st.integers(1, 70))
+    resources = draw(st.dictionaries(st.sampled_from(RESOURCE_CLASSES),
+                                     amounts, min_size=1, max_size=3))
+    params = {'resources': ','.join('%s:%d' % item
+                                    for item in sorted(resources.items()))}
+    wanted = draw(st.sets(st.sampled_from(TRAITS), max_size=2))
+    unwanted = draw(st.sets(st.sampled_from(TRAITS), max_size=2)) - wanted
+    required = sorted(wanted) + ['!' + t for t in sorted(unwanted)]
+    if draw(st.booleans()):
+        required = [','.join(required)] if required else []
+        any_of = draw(st.sets(st.sampled_from(TRAITS), min_size=1))
+        required.append('in:' + ','.join(sorted(any_of)))
+    if required:
+        params['required'] = required
+    member_of = []
+    for _ in range(draw(st.integers(0, 2))):
+        aggs = sorted(draw(st.sets(st.sampled_from(AGGREGATES),
+                                   min_size=1)))
+        prefix = draw(st.sampled_from(['in:', '!in:', '!']))
+        member_of.append(prefix + ','.join(aggs[:1] if prefix == '!'
+                                           else aggs))
+    if member_of:
+        params['member_of'] = member_of
+    return params
+
+
+def _ours_only(reply, mine):
+    """Placement's reply cut to the providers of ``mine`` (uuids), as
+    sorted JSON texts."""
+    requests = sorted(json.dumps(request, sort_keys=True)
+                      for request in reply['allocation_requests']
+                      if set(request['allocations']) <= mine)
+    summaries = {rp: summary for rp, summary
+                 in reply['provider_summaries'].items() if rp in mine}
+    return requests, json.dumps(summaries, sort_keys=True)
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                 HealthCheck.too_slow])
+@given(st.lists(providers(), min_size=1, max_size=5),
+       st.lists(queries(), min_size=1, max_size=4))
+def test_candidates_equal_placements(placement_server, written, asked):
+    api = PlacementAPI(placement_server.url, microversion=MICROVERSION)
+    api.ensure(TRAITS, ['CUSTOM_GOLD'])
+    for provider in written:
+        api.add_provider(provider)
+    table = candidates.ProviderTable(written)
+    mine = {provider.uuid for provider in written}
+    for params in asked:
+        reply = api.client.get('/allocation_candidates', params=params)
+        try:
+            group = candidates.RequestGroup.from_query(params)
+        except ValueError:
+            assert reply.status_code == 400, params
+            continue
+        assert reply.status_code == 200, (params, reply.text[:300])
+        ours = candidates.allocation_candidates(table, group)
+        event('some candidates' if ours['allocation_requests']
+              else 'no candidate')
+        assert _ours_only(ours, mine) == _ours_only(reply.json(), mine), (
+            params)

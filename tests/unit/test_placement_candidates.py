@@ -1,0 +1,72 @@
+"""scheduler.placement.candidates without a Placement: the query
+parameters read as Placement reads them, and the capacity rule.  (The
+differential test against a real Placement is in tests/functional.)"""
+
+import pytest
+
+from scheduler.placement import candidates as pc
+
+
+def test_query_parameters():
+    group = pc.RequestGroup.from_query({
+        'resources': 'VCPU:2,MEMORY_MB:512',
+        'required': ['CUSTOM_A,!CUSTOM_B', 'in:CUSTOM_C,CUSTOM_D'],
+        'member_of': ['in:agg1,agg2', '!agg3', '!in:agg4,agg5']})
+    assert group == pc.RequestGroup(
+        {'VCPU': 2, 'MEMORY_MB': 512},
+        required=(frozenset({'CUSTOM_A'}),
+                  frozenset({'CUSTOM_C', 'CUSTOM_D'})),
+        forbidden=frozenset({'CUSTOM_B'}),
+        member_of=(frozenset({'agg1', 'agg2'}),),
+        forbidden_aggregates=frozenset({'agg3', 'agg4', 'agg5'}))
+
+
+@pytest.mark.parametrize('params', [
+    {},
+    {'resources': 'VCPU'},
+    {'resources': 'VCPU:x'},
+    {'resources': 'VCPU:0'},
+    {'resources': 'VCPU:1', 'required': 'CUSTOM_A,!CUSTOM_A'},
+    {'resources': 'VCPU:1', 'required': ['in:CUSTOM_A,CUSTOM_B',
+                                         '!CUSTOM_A,!CUSTOM_B']},
+])
+def test_what_placement_refuses_is_refused(params):
+    with pytest.raises(ValueError):
+        pc.RequestGroup.from_query(params)
+
+
+def test_capacity_units_steps_traits_and_aggregates():
+    def provider(name, used=0, **inventory):
+        return pc.Provider(name, name, {'VCPU': pc.Inventory(**inventory)},
+                           usages={'VCPU': used},
+                           traits=frozenset({'CUSTOM_' + name.upper()}),
+                           aggregates=frozenset({'agg-' + name}))
+
+    table = pc.ProviderTable([
+        provider('a', total=4, reserved=1, allocation_ratio=2.0, used=4),
+        provider('b', total=8, max_unit=2),
+        provider('c', total=8, step_size=4),
+        provider('d', total=8, min_unit=3)])
+
+    def names(query):
+        return [p.name for p in table.candidates(
+            pc.RequestGroup.from_query(query))]
+
+    # a: (4 - 1) x 2 = 6, 4 used: room for 2.
+    assert names({'resources': 'VCPU:2'}) == ['a', 'b']
+    assert names({'resources': 'VCPU:3'}) == ['d']
+    assert names({'resources': 'VCPU:4'}) == ['c', 'd']
+    assert names({'resources': 'VCPU:2', 'required': '!CUSTOM_A'}) == ['b']
+    assert names({'resources': 'VCPU:2',
+                  'required': 'in:CUSTOM_A,CUSTOM_C'}) == ['a']
+    assert names({'resources': 'VCPU:4',
+                  'member_of': 'in:agg-c,agg-b'}) == ['c']
+    assert names({'resources': 'VCPU:4', 'member_of': '!agg-c'}) == ['d']
+    assert names({'resources': 'MEMORY_MB:1'}) == []
+    body = pc.allocation_candidates(table, pc.RequestGroup.from_query(
+        {'resources': 'VCPU:3'}))
+    assert body['allocation_requests'] == [
+        {'allocations': {'d': {'resources': {'VCPU': 3}}},
+         'mappings': {'': ['d']}}]
+    assert body['provider_summaries']['d']['resources'] == {
+        'VCPU': {'capacity': 8, 'used': 0}}
