@@ -12,6 +12,7 @@ from oslo_log import log as logging
 
 from scheduler import config
 from scheduler import launcher
+from scheduler import preflight
 from scheduler import service
 from scheduler.conf import CONF
 
@@ -22,7 +23,7 @@ def main(argv=None):
     config.parse_args(sys.argv[1:] if argv is None else argv)
     # Secret options (passwords in URLs) are masked by oslo.config.
     CONF.log_opt_values(LOG, logging.DEBUG)
-    error = service.check_databases()
+    error = preflight.problem()
     if error:
         LOG.error('Cannot start: %s', error)
         return 1

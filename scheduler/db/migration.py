@@ -57,6 +57,12 @@ def our_revisions():
     return frozenset(script.revision for script in scripts.walk_revisions())
 
 
+@functools.cache
+def head_revision():
+    """The revision id (str) ``db_sync`` upgrades to."""
+    return alembic_script.ScriptDirectory(MIGRATIONS_DIR).get_current_head()
+
+
 def _heads(connection, version_table):
     """The revision ids recorded in ``version_table`` (a tuple, empty when
     the table is missing or empty)."""

@@ -28,7 +28,9 @@ from scheduler.host_state import HostState
 LOG = logging.getLogger(__name__)
 
 
-def _enabled_filter_names():
+def enabled_filter_names() -> list[str]:
+    """The filter names in use: ``baremetal_enabled_filters`` with
+    ``use_baremetal_filters``, else ``enabled_filters``."""
     fs = CONF.filter_scheduler
     if fs.use_baremetal_filters:
         return fs.baremetal_enabled_filters
@@ -48,7 +50,7 @@ class Pipeline:
         self.filter_handler = filters.HostFilterHandler()
         self.enabled_filters = filters.load_filters(
             CONF.filter_scheduler.available_filters,
-            _enabled_filter_names())
+            enabled_filter_names())
         # What runs: the claims' own check first when nodes are claimed.
         self.filters = list(self.enabled_filters)
         if CONF.scheduler.claim_resources:

@@ -1,0 +1,80 @@
+"""What ``scheduler-service`` checks before it forks its workers.
+
+A configuration that cannot work stops the service at once, with one
+line in its log and a non-zero exit status, instead of workers that fail
+and are forked again and again:
+
+* the databases (``service.check_databases``: another application's
+  schema, Nova database mode's API and cell databases), and that the
+  database answers at all;
+* on the standalone schema, that it is at the revision this release
+  needs (else: run ``scheduler-manage db sync``);
+* the names of the driver, the enabled filters and the weighers, and
+  the filters' and weighers' own checks when they are made.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from oslo_db import exception as db_exc
+from sqlalchemy import exc as sa_exc
+
+from scheduler import drivers
+from scheduler import exception
+from scheduler import filters
+from scheduler import service
+from scheduler import weights
+from scheduler.conf import CONF
+from scheduler.db import api as db_api
+from scheduler.db import migration
+from scheduler.db import source as db_source
+from scheduler.engine import pipeline
+
+
+def problem() -> str | None:
+    """The one-line reason the service cannot start, or None."""
+    return _plugins() or _databases()
+
+
+def _databases() -> str | None:
+    try:
+        return service.check_databases() or _schema()
+    except (db_exc.DBError, sa_exc.DBAPIError) as exc:
+        url = sa.engine.make_url(CONF.database.connection)
+        return ('the database of [database] connection (%s) cannot be '
+                'used: %s' % (url.render_as_string(hide_password=True),
+                              _first_line(exc)))
+    finally:
+        if db_api.context_manager.is_started:
+            db_api.get_engine().dispose()
+
+
+def _schema() -> str | None:
+    if db_source.nova_mode():
+        return None
+    found = migration.db_version()
+    if found == migration.head_revision():
+        return None
+    return ('the database schema is at revision %s, this release needs %s: '
+            'run "scheduler-manage db sync"'
+            % (found or 'none (an empty database)',
+               migration.head_revision()))
+
+
+def _plugins() -> str | None:
+    if CONF.scheduler.driver not in drivers.names():
+        return ('[scheduler] driver: no driver named %r (there are: %s)'
+                % (CONF.scheduler.driver, ', '.join(drivers.names())))
+    try:
+        filters.load_filters(CONF.filter_scheduler.available_filters,
+                             pipeline.enabled_filter_names())
+        weights.load_weighers(CONF.filter_scheduler.weight_classes)
+    except exception.SchedulerException as exc:
+        return '[filter_scheduler]: %s' % exc
+    return None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(getattr(exc, 'inner_exception', None) or exc)
+    return text.strip().splitlines()[0] if text.strip() else type(
+        exc).__name__

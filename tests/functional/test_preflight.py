@@ -1,0 +1,77 @@
+"""A configuration that cannot work stops ``scheduler-service`` at once:
+exit status 1, one "Cannot start:" line in its log file saying why, and
+no worker forked (``scheduler.preflight``)."""
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from deployment import service_environment
+
+from scheduler.db import migration
+from scheduler_tools import seed
+
+# Most seconds the refusal may take.
+BOUND = 20
+
+
+def _synced(tmp_path):
+    url = 'sqlite:///%s' % (tmp_path / 'synced.sqlite')
+    seed.use_database(url)      # creates the schema at head
+    return url
+
+
+CASES = {
+    'unknown filter': (
+        {('filter_scheduler', 'enabled_filters'): 'RamFilter,NoSuchFilter'},
+        'NoSuchFilter could not be found'),
+    'unknown weigher': (
+        {('filter_scheduler', 'weight_classes'): 'NoSuchWeigher'},
+        'NoSuchWeigher'),
+    'unknown driver': (
+        {('scheduler', 'driver'): 'no_such_driver'},
+        "no driver named 'no_such_driver' (there are: chance_scheduler, "
+        "filter_scheduler)"),
+    'database not synced': (
+        {('database', 'connection'): 'sqlite:///{tmp}/empty.sqlite'},
+        'this release needs %s: run "scheduler-manage db sync"'
+        % migration.head_revision()),
+    'database unreachable': (
+        {('database', 'connection'):
+         'postgresql+psycopg2://scheduler:secret@127.0.0.1:9/scheduler'},
+        'postgresql+psycopg2://scheduler:***@127.0.0.1:9/scheduler) '
+        'cannot be used'),
+}
+
+
+@pytest.mark.parametrize('case', sorted(CASES))
+def test_a_configuration_that_cannot_work_stops_the_service(case, tmp_path):
+    options, expected = CASES[case]
+    groups = {'DEFAULT': {'transport_url': 'fake:/',
+                          'log_file': str(tmp_path / 'service.log')},
+              'database': {'connection': _synced(tmp_path)},
+              'scheduler': {'workers': '2'}}
+    for (group, name), value in options.items():
+        groups.setdefault(group, {})[name] = value.format(tmp=tmp_path)
+    conf = tmp_path / 'scheduler.conf'
+    conf.write_text(''.join(
+        '[%s]\n%s' % (group, ''.join('%s = %s\n' % item
+                                     for item in values.items()))
+        for group, values in groups.items()))
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, '-m', 'scheduler.cmd.service', '--config-file',
+         str(conf)], capture_output=True, text=True, timeout=BOUND,
+        env=service_environment(), cwd=tmp_path)
+    took = time.monotonic() - started
+    log = (tmp_path / 'service.log').read_text()
+    refusals = [line for line in log.splitlines() if 'Cannot start:' in line]
+    assert done.returncode == 1, (done.stderr[-2000:], log[-2000:])
+    assert len(refusals) == 1, log[-3000:]
+    assert expected in refusals[0]
+    assert 'secret' not in log
+    assert 'Forking' not in log and 'Traceback' not in log
+    assert took < BOUND
+    assert not os.path.exists(tmp_path / 'scheduler.sqlite')
