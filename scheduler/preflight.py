@@ -4,6 +4,8 @@ A configuration that cannot work stops the service at once, with one
 line in its log and a non-zero exit status, instead of workers that fail
 and are forked again and again:
 
+* that ``[database] connection`` is set (the embedded SQLite default
+  is the replay's and the benchmark's, not a service's);
 * the databases (``service.check_databases``: another application's
   schema, Nova database mode's API and cell databases), and that the
   database answers at all;
@@ -16,6 +18,7 @@ and are forked again and again:
 from __future__ import annotations
 
 import sqlalchemy as sa
+from oslo_config import cfg
 from oslo_db import exception as db_exc
 from sqlalchemy import exc as sa_exc
 
@@ -33,7 +36,19 @@ from scheduler.engine import pipeline
 
 def problem() -> str | None:
     """The one-line reason the service cannot start, or None."""
-    return _plugins() or _databases()
+    return _connection_set() or _plugins() or _databases()
+
+
+def _connection_set() -> str | None:
+    """A service needs a database of its own, named: the embedded
+    SQLite default belongs to the replay and the benchmark."""
+    found = CONF.get_location('connection', 'database')
+    if found is None or found.location in (cfg.Locations.opt_default,
+                                           cfg.Locations.set_default):
+        return ('no [database] connection is set: give the service its '
+                'database (e.g. postgresql+psycopg2://USER:PASSWORD@HOST/'
+                'scheduler, then run "scheduler-manage db sync")')
+    return None
 
 
 def _databases() -> str | None:

@@ -24,6 +24,9 @@ def _synced(tmp_path):
 
 
 CASES = {
+    'no database connection': (
+        {('database', 'connection'): None},
+        'no [database] connection is set'),
     'unknown filter': (
         {('filter_scheduler', 'enabled_filters'): 'RamFilter,NoSuchFilter'},
         'NoSuchFilter could not be found'),
@@ -54,7 +57,10 @@ def test_a_configuration_that_cannot_work_stops_the_service(case, tmp_path):
               'database': {'connection': _synced(tmp_path)},
               'scheduler': {'workers': '2'}}
     for (group, name), value in options.items():
-        groups.setdefault(group, {})[name] = value.format(tmp=tmp_path)
+        if value is None:
+            del groups[group][name]
+        else:
+            groups.setdefault(group, {})[name] = value.format(tmp=tmp_path)
     conf = tmp_path / 'scheduler.conf'
     conf.write_text(''.join(
         '[%s]\n%s' % (group, ''.join('%s = %s\n' % item
