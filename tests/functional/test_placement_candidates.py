@@ -1,8 +1,10 @@
-"""Differential test: ``scheduler.placement.candidates`` against a real
-Placement's ``GET /allocation_candidates`` on generated root providers
-(inventories with reserved, ratios, min/max units and steps; usages;
-traits; aggregates) and requests (resources, required, forbidden and
-``in:`` traits, ``member_of`` with ``in:`` and forbidden aggregates).
+"""Differential test: ``scheduler.placement.candidates``, over the
+providers ``scheduler.placement.database`` reads back from Placement's
+database, against a real Placement's ``GET /allocation_candidates`` on
+generated root providers (inventories with reserved, ratios, min/max
+units and steps; usages; traits; aggregates) and requests (resources,
+required, forbidden and ``in:`` traits, ``member_of`` with ``in:`` and
+forbidden aggregates).
 
 Both answers must list the same allocation requests and the same
 provider summaries for the example's providers (the session's Placement
@@ -10,9 +12,12 @@ holds others too; the rules are per provider), or both refuse the
 request (Placement's 400, our ValueError).
 """
 
+import dataclasses
 import json
 import uuid
 
+import pytest
+import sqlalchemy as sa
 from hypothesis import HealthCheck
 from hypothesis import event
 from hypothesis import given
@@ -21,6 +26,7 @@ from hypothesis import strategies as st
 from placement_api import PlacementAPI
 
 from scheduler.placement import candidates
+from scheduler.placement import database
 
 RESOURCE_CLASSES = ('VCPU', 'MEMORY_MB', 'DISK_GB', 'CUSTOM_GOLD')
 TRAITS = ('CUSTOM_TRAIT_A', 'CUSTOM_TRAIT_B', 'CUSTOM_TRAIT_C')
@@ -89,6 +95,23 @@ def queries(draw):
     return params
 
 
+@pytest.fixture(scope='module')
+def placement_db(placement_server):
+    """An engine on the session Placement's database."""
+    engine = sa.create_engine(placement_server.database_url)
+    yield engine
+    engine.dispose()
+
+
+def _as_stored(provider):
+    """``provider`` as Placement stores it (``max_unit`` given)."""
+    return dataclasses.replace(provider, inventories={
+        rc: dataclasses.replace(inventory, max_unit=inventory.total
+                                if inventory.max_unit is None
+                                else inventory.max_unit)
+        for rc, inventory in provider.inventories.items()})
+
+
 def _ours_only(reply, mine):
     """Placement's reply cut to the providers of ``mine`` (uuids), as
     sorted JSON texts."""
@@ -105,13 +128,20 @@ def _ours_only(reply, mine):
                                  HealthCheck.too_slow])
 @given(st.lists(providers(), min_size=1, max_size=5),
        st.lists(queries(), min_size=1, max_size=4))
-def test_candidates_equal_placements(placement_server, written, asked):
+def test_candidates_equal_placements(placement_server, placement_db,
+                                     written, asked):
     api = PlacementAPI(placement_server.url, microversion=MICROVERSION)
     api.ensure(TRAITS, ['CUSTOM_GOLD'])
     for provider in written:
         api.add_provider(provider)
-    table = candidates.ProviderTable(written)
     mine = {provider.uuid for provider in written}
+    # The providers as scheduler.placement.database reads them back from
+    # Placement's database: what was written.
+    with placement_db.connect() as connection:
+        read = [provider for provider in database.read_providers(connection)
+                if provider.uuid in mine]
+    assert read == [_as_stored(provider) for provider in written]
+    table = candidates.ProviderTable(read)
     for params in asked:
         reply = api.client.get('/allocation_candidates', params=params)
         try:
