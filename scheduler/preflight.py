@@ -36,10 +36,10 @@ from scheduler.engine import pipeline
 
 def problem() -> str | None:
     """The one-line reason the service cannot start, or None."""
-    return _connection_set() or _plugins() or _databases()
+    return connection_problem() or plugin_problem() or database_problem()
 
 
-def _connection_set() -> str | None:
+def connection_problem() -> str | None:
     """A service needs a database of its own, named: the embedded
     SQLite default belongs to the replay and the benchmark."""
     found = CONF.get_location('connection', 'database')
@@ -51,7 +51,7 @@ def _connection_set() -> str | None:
     return None
 
 
-def _databases() -> str | None:
+def database_problem() -> str | None:
     try:
         return service.check_databases() or _schema()
     except (db_exc.DBError, sa_exc.DBAPIError) as exc:
@@ -76,7 +76,7 @@ def _schema() -> str | None:
                migration.head_revision()))
 
 
-def _plugins() -> str | None:
+def plugin_problem() -> str | None:
     if CONF.scheduler.driver not in drivers.names():
         return ('[scheduler] driver: no driver named %r (there are: %s)'
                 % (CONF.scheduler.driver, ', '.join(drivers.names())))

@@ -1,6 +1,7 @@
 """A configuration that cannot work stops ``scheduler-service`` at once:
 exit status 1, one "Cannot start:" line in its log file saying why, and
-no worker forked (``scheduler.preflight``)."""
+no worker forked (``scheduler.preflight``); ``scheduler-status upgrade
+check`` reports the same checks."""
 
 import os
 import subprocess
@@ -49,9 +50,10 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize('case', sorted(CASES))
-def test_a_configuration_that_cannot_work_stops_the_service(case, tmp_path):
-    options, expected = CASES[case]
+def _config(tmp_path, options):
+    """A config file: a synced SQLite database, the fake transport, two
+    workers, a log file, then ``options`` (a value of None removes the
+    option)."""
     groups = {'DEFAULT': {'transport_url': 'fake:/',
                           'log_file': str(tmp_path / 'service.log')},
               'database': {'connection': _synced(tmp_path)},
@@ -66,11 +68,22 @@ def test_a_configuration_that_cannot_work_stops_the_service(case, tmp_path):
         '[%s]\n%s' % (group, ''.join('%s = %s\n' % item
                                      for item in values.items()))
         for group, values in groups.items()))
+    return conf
+
+
+def _run(*args, cwd):
+    return subprocess.run([sys.executable, '-m', *args],
+                          capture_output=True, text=True, timeout=BOUND,
+                          env=service_environment(), cwd=cwd)
+
+
+@pytest.mark.parametrize('case', sorted(CASES))
+def test_a_configuration_that_cannot_work_stops_the_service(case, tmp_path):
+    options, expected = CASES[case]
+    conf = _config(tmp_path, options)
     started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, '-m', 'scheduler.cmd.service', '--config-file',
-         str(conf)], capture_output=True, text=True, timeout=BOUND,
-        env=service_environment(), cwd=tmp_path)
+    done = _run('scheduler.cmd.service', '--config-file', str(conf),
+                cwd=tmp_path)
     took = time.monotonic() - started
     log = (tmp_path / 'service.log').read_text()
     refusals = [line for line in log.splitlines() if 'Cannot start:' in line]
@@ -81,3 +94,22 @@ def test_a_configuration_that_cannot_work_stops_the_service(case, tmp_path):
     assert 'Forking' not in log and 'Traceback' not in log
     assert took < BOUND
     assert not os.path.exists(tmp_path / 'scheduler.sqlite')
+
+
+@pytest.mark.parametrize('case', ['good', 'database not synced',
+                                  'unknown driver'])
+def test_upgrade_check(case, tmp_path):
+    """``scheduler-status upgrade check``: 0 and three successes on a
+    good configuration; 2 and the reason otherwise."""
+    options, expected = CASES.get(case, ({}, 'Success'))
+    conf = _config(tmp_path, options)
+    done = _run('scheduler.cmd.status', '--config-file', str(conf),
+                'upgrade', 'check', cwd=tmp_path)
+    text = ' '.join(done.stdout.replace('|', ' ').split())
+    if case == 'good':
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert text.count('Result: Success') == 3
+    else:
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert 'Result: Failure' in text
+        assert ' '.join(expected.split()) in text

@@ -1,0 +1,55 @@
+"""``scheduler-status upgrade check``: the checks an operator runs before
+(and after) an upgrade, with oslo.upgradecheck, as ``nova-status
+upgrade check`` does for Nova.
+
+``scheduler-status --config-file /etc/scheduler/scheduler.conf upgrade
+check`` prints a table of the checks of ``scheduler.preflight``: the
+database connection is set; the driver, filter and weigher names
+resolve; the databases can be used and the schema is at this release's
+revision.  Exit status: 0 when all succeed, 2 when one fails
+(oslo.upgradecheck's codes).
+"""
+
+import sys
+
+from oslo_upgradecheck import upgradecheck
+
+from scheduler import preflight
+from scheduler.conf import CONF
+
+
+def _result(problem):
+    if problem is None:
+        return upgradecheck.Result(upgradecheck.Code.SUCCESS)
+    return upgradecheck.Result(upgradecheck.Code.FAILURE, problem)
+
+
+class Checks(upgradecheck.UpgradeCommands):
+    """The checks of ``scheduler-status upgrade check``."""
+
+    def _connection(self):
+        return _result(preflight.connection_problem())
+
+    def _plugins(self):
+        return _result(preflight.plugin_problem())
+
+    def _databases(self):
+        if preflight.connection_problem():
+            return _result('not checked: no [database] connection is set')
+        return _result(preflight.database_problem())
+
+    _upgrade_checks = (
+        ('Database connection set', _connection),
+        ('Driver, filters and weighers', _plugins),
+        ('Databases and schema revision', _databases),
+    )
+
+
+def main(argv=None):
+    return upgradecheck.main(
+        CONF, project='scheduler', upgrade_command=Checks(),
+        argv=sys.argv[1:] if argv is None else argv)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
