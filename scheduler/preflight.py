@@ -17,7 +17,6 @@ and are forked again and again:
 
 from __future__ import annotations
 
-import sqlalchemy as sa
 from oslo_config import cfg
 from oslo_db import exception as db_exc
 from sqlalchemy import exc as sa_exc
@@ -31,6 +30,7 @@ from scheduler.conf import CONF
 from scheduler.db import api as db_api
 from scheduler.db import migration
 from scheduler.db import source as db_source
+from scheduler.db.nova import cells
 from scheduler.engine import pipeline
 
 
@@ -55,10 +55,9 @@ def database_problem() -> str | None:
     try:
         return service.check_databases() or _schema()
     except (db_exc.DBError, sa_exc.DBAPIError) as exc:
-        url = sa.engine.make_url(CONF.database.connection)
         return ('the database of [database] connection (%s) cannot be '
-                'used: %s' % (url.render_as_string(hide_password=True),
-                              _first_line(exc)))
+                'used: %s' % (cells.safe_url(CONF.database.connection),
+                              cells.first_line(exc)))
     finally:
         if db_api.context_manager.is_started:
             db_api.get_engine().dispose()
@@ -88,8 +87,3 @@ def plugin_problem() -> str | None:
         return '[filter_scheduler]: %s' % exc
     return None
 
-
-def _first_line(exc: BaseException) -> str:
-    text = str(getattr(exc, 'inner_exception', None) or exc)
-    return text.strip().splitlines()[0] if text.strip() else type(
-        exc).__name__

@@ -15,7 +15,12 @@
 #    scheduler-nova-version file).  The venv's python is
 #    $SCHEDULER_NOVA_PYTHON (default $PYTHON; Nova 34 needs 3.11 or later).
 #    SCHEDULER_SKIP_NOVA_VENV=1 skips this step (the tests then fail, or
-#    skip under SCHEDULER_TEST_SKIP_NOVA=1).
+#    skip under SCHEDULER_TEST_SKIP_NOVA=1).  Likewise the virtualenv of
+#    the real Placement the Placement tests run under gunicorn:
+#    openstack-placement==$SCHEDULER_PLACEMENT_VERSION (default 16.0.0) in
+#    $SCHEDULER_PLACEMENT_VENV (default
+#    ~/.cache/scheduler-tests/placement-<version>);
+#    SCHEDULER_SKIP_PLACEMENT_VENV=1 skips it.
 # 3. Installs this repository (the distribution
 #    openstack-standalone-scheduler) editable with its test and tools
 #    extras (python3 -m pip install -e '.[test,tools]': the tests run
@@ -159,90 +164,77 @@ else
     fi
 fi
 
-# --- Nova, for the Nova-caller tests ---------------------------------------
+# --- Nova and Placement, the test parties, in venvs of their own ----------
 
+VENV_PYTHON=${SCHEDULER_NOVA_PYTHON:-$PYTHON}
+
+# make_venv NAME DIR VERSION CHECK PACKAGE...: a fresh venv in DIR with
+# the PACKAGEs; CHECK (Python code) must run in it; its stamp (VERSION in
+# DIR/scheduler-NAME-version, which the tests read) is written last, so
+# an interrupted run starts over.  Without ensurepip (Debian's python3
+# without python3-venv) the venv is made without pip and filled by our
+# pip.  (Called in a condition, where "set -e" does not apply: each step
+# checks itself.)
+make_venv() {
+    local name=$1 dir=$2 version=$3 check=$4
+    shift 4
+    rm -rf "$dir" && mkdir -p "$(dirname "$dir")" || return 1
+    local pip=("$dir/bin/python" -m pip)
+    if ! "$VENV_PYTHON" -m venv "$dir" >/dev/null 2>&1; then
+        rm -rf "$dir" && "$VENV_PYTHON" -m venv --without-pip "$dir" ||
+            return 1
+        pip=("$PYTHON" -m pip --python "$dir/bin/python")
+    fi
+    log "installing $* into $dir"
+    PIP_ROOT_USER_ACTION=ignore "${pip[@]}" install -q \
+        --disable-pip-version-check --no-input "$@" &&
+        "$dir/bin/python" -c "$check" &&
+        echo "$version" > "$dir/scheduler-$name-version"
+}
+
+# venv_is_current NAME DIR VERSION CHECK: DIR holds a complete venv of
+# VERSION in which CHECK runs.
+venv_is_current() {
+    local stamp=$2/scheduler-$1-version
+    [ -x "$2/bin/python" ] && [ -f "$stamp" ] &&
+        [ "$(cat "$stamp")" = "$3" ] &&
+        "$2/bin/python" -c "$4" >/dev/null 2>&1
+}
+
+# prepare_venv NAME SKIP_VARIABLE DIR VERSION CHECK PACKAGE...: the venv
+# of NAME, unless the variable named SKIP_VARIABLE is 1 or the venv is
+# current already.
+prepare_venv() {
+    local name=$1 skip=$2 dir=$3 version=$4 check=$5
+    shift 5
+    if [ "${!skip:-0}" = 1 ]; then
+        log "$skip=1: not preparing the $name venv"
+    elif venv_is_current "$name" "$dir" "$version" "$check"; then
+        log "$name $version venv is ready in $dir"
+    elif ! make_venv "$name" "$dir" "$version" "$check" "$@"; then
+        log "could not install $name $version into $dir"
+        exit 1
+    fi
+}
+
+CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/scheduler-tests
+
+# Nova, the caller and database author of the Nova tests.
 NOVA_VERSION=${SCHEDULER_NOVA_VERSION:-34.0.0}
-NOVA_VENV=${SCHEDULER_NOVA_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/scheduler-tests/nova-$NOVA_VERSION}
-NOVA_STAMP=$NOVA_VENV/scheduler-nova-version
-NOVA_PYTHON=${SCHEDULER_NOVA_PYTHON:-$PYTHON}
+prepare_venv nova SCHEDULER_SKIP_NOVA_VENV \
+    "${SCHEDULER_NOVA_VENV:-$CACHE/nova-$NOVA_VERSION}" "$NOVA_VERSION" \
+    'import nova.scheduler.client.query, psycopg2' \
+    "nova==$NOVA_VERSION" psycopg2-binary
 
-nova_venv_is_current() {
-    [ -x "$NOVA_VENV/bin/python" ] && [ -f "$NOVA_STAMP" ] &&
-        [ "$(cat "$NOVA_STAMP")" = "$NOVA_VERSION" ] &&
-        "$NOVA_VENV/bin/python" -c 'import nova.scheduler.client.query, psycopg2' \
-            >/dev/null 2>&1
-}
-
-# A fresh venv with nova==$NOVA_VERSION; the stamp is written last, so an
-# interrupted run starts over.  Without ensurepip (Debian's python3 without
-# python3-venv) the venv is made without pip and filled by our pip.  (Called
-# in a condition, where "set -e" does not apply: each step checks itself.)
-make_nova_venv() {
-    rm -rf "$NOVA_VENV" && mkdir -p "$(dirname "$NOVA_VENV")" || return 1
-    local pip=("$NOVA_VENV/bin/python" -m pip)
-    if ! "$NOVA_PYTHON" -m venv "$NOVA_VENV" >/dev/null 2>&1; then
-        rm -rf "$NOVA_VENV" &&
-            "$NOVA_PYTHON" -m venv --without-pip "$NOVA_VENV" || return 1
-        pip=("$PYTHON" -m pip --python "$NOVA_VENV/bin/python")
-    fi
-    log "installing nova==$NOVA_VERSION into $NOVA_VENV"
-    PIP_ROOT_USER_ACTION=ignore "${pip[@]}" install -q \
-        --disable-pip-version-check --no-input "nova==$NOVA_VERSION" \
-        psycopg2-binary &&
-        "$NOVA_VENV/bin/python" -c 'import nova.scheduler.client.query' &&
-        echo "$NOVA_VERSION" > "$NOVA_STAMP"
-}
-
-if [ "${SCHEDULER_SKIP_NOVA_VENV:-0}" = 1 ]; then
-    log "SCHEDULER_SKIP_NOVA_VENV=1: not preparing the Nova venv"
-elif nova_venv_is_current; then
-    log "nova $NOVA_VERSION venv is ready in $NOVA_VENV"
-elif ! make_nova_venv; then
-    log "could not install nova==$NOVA_VERSION into $NOVA_VENV"
-    exit 1
-fi
-
-# --- Placement, for the Placement tests ------------------------------------
-
+# Placement, served by gunicorn, for the Placement tests (its WSGI module
+# reads its configuration on import: only looked up here).
 PLACEMENT_VERSION=${SCHEDULER_PLACEMENT_VERSION:-16.0.0}
-PLACEMENT_VENV=${SCHEDULER_PLACEMENT_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/scheduler-tests/placement-$PLACEMENT_VERSION}
-PLACEMENT_STAMP=$PLACEMENT_VENV/scheduler-placement-version
-
-placement_venv_is_current() {
-    [ -x "$PLACEMENT_VENV/bin/gunicorn" ] &&
-        [ -x "$PLACEMENT_VENV/bin/placement-manage" ] &&
-        [ -f "$PLACEMENT_STAMP" ] &&
-        [ "$(cat "$PLACEMENT_STAMP")" = "$PLACEMENT_VERSION" ]
-}
-
-# A fresh venv with openstack-placement, gunicorn (its WSGI server here)
-# and the PostgreSQL driver; made as the Nova venv is.
-make_placement_venv() {
-    rm -rf "$PLACEMENT_VENV" && mkdir -p "$(dirname "$PLACEMENT_VENV")" ||
-        return 1
-    local pip=("$PLACEMENT_VENV/bin/python" -m pip)
-    if ! "$NOVA_PYTHON" -m venv "$PLACEMENT_VENV" >/dev/null 2>&1; then
-        rm -rf "$PLACEMENT_VENV" &&
-            "$NOVA_PYTHON" -m venv --without-pip "$PLACEMENT_VENV" || return 1
-        pip=("$PYTHON" -m pip --python "$PLACEMENT_VENV/bin/python")
-    fi
-    log "installing openstack-placement==$PLACEMENT_VERSION into $PLACEMENT_VENV"
-    PIP_ROOT_USER_ACTION=ignore "${pip[@]}" install -q \
-        --disable-pip-version-check --no-input \
-        "openstack-placement==$PLACEMENT_VERSION" gunicorn psycopg2-binary &&
-        "$PLACEMENT_VENV/bin/python" -c 'import importlib.util, sys
-sys.exit(importlib.util.find_spec("placement.wsgi.api") is None)' &&
-        echo "$PLACEMENT_VERSION" > "$PLACEMENT_STAMP"
-}
-
-if [ "${SCHEDULER_SKIP_PLACEMENT_VENV:-0}" = 1 ]; then
-    log "SCHEDULER_SKIP_PLACEMENT_VENV=1: not preparing the Placement venv"
-elif placement_venv_is_current; then
-    log "placement $PLACEMENT_VERSION venv is ready in $PLACEMENT_VENV"
-elif ! make_placement_venv; then
-    log "could not install openstack-placement==$PLACEMENT_VERSION into $PLACEMENT_VENV"
-    exit 1
-fi
+prepare_venv placement SCHEDULER_SKIP_PLACEMENT_VENV \
+    "${SCHEDULER_PLACEMENT_VENV:-$CACHE/placement-$PLACEMENT_VERSION}" \
+    "$PLACEMENT_VERSION" \
+    'import importlib.util, sys, psycopg2
+sys.exit(importlib.util.find_spec("placement.wsgi.api") is None)' \
+    "openstack-placement==$PLACEMENT_VERSION" gunicorn psycopg2-binary
 
 # --- Python side -----------------------------------------------------------
 

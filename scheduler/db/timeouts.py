@@ -55,7 +55,7 @@ def _session_timeouts(dbapi_connection: Any, record: Any) -> None:
         return
     cursor = dbapi_connection.cursor()
     try:
-        for statement in _statements(cursor, seconds):
+        for statement in _statements(dbapi_connection, seconds):
             cursor.execute(statement)
     finally:
         cursor.close()
@@ -63,13 +63,13 @@ def _session_timeouts(dbapi_connection: Any, record: Any) -> None:
     dbapi_connection.commit()
 
 
-def _statements(cursor: Any, seconds: float) -> list[str]:
+def _statements(dbapi_connection: Any, seconds: float) -> list[str]:
     milliseconds = max(1, int(seconds * 1000))
-    if type(cursor).__module__.startswith('psycopg'):
+    if type(dbapi_connection).__module__.startswith('psycopg'):
         return ['SET statement_timeout = %d' % milliseconds,
                 'SET lock_timeout = %d' % milliseconds]
-    cursor.execute('SELECT VERSION()')
-    mariadb = 'mariadb' in str(cursor.fetchone()[0]).lower()
+    # PyMySQL: the server's version string, read at connect.
+    mariadb = 'mariadb' in dbapi_connection.get_server_info().lower()
     return ['SET SESSION innodb_lock_wait_timeout = %d'
             % max(1, math.ceil(seconds)),
             'SET SESSION max_statement_time = %.3f' % seconds if mariadb

@@ -1,20 +1,18 @@
 """Scheduler drivers, loaded by name from the ``scheduler.driver``
 entry-point namespace (``[scheduler] driver``)."""
 
-import importlib.metadata
-
 import stevedore
 
 from scheduler import exception
+from scheduler import loadables
 from scheduler.conf import CONF
 
 NAMESPACE = 'scheduler.driver'
 
 
 def names():
-    """The sorted names of the installed drivers."""
-    return sorted({entry.name for entry in
-                   importlib.metadata.entry_points(group=NAMESPACE)})
+    """The sorted names of the installed drivers that load."""
+    return sorted(loadables.entry_point_classes(NAMESPACE))
 
 
 def load_driver(context, notifier=None, name=None):

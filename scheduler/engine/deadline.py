@@ -52,7 +52,6 @@ class Deadline:
     """One decision's deadline and its fate (see the module)."""
 
     def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
         self.expires = time.monotonic() + seconds
         self.thread_id: int | None = None    # native id, once it runs
         self._lock = threading.Lock()

@@ -28,7 +28,6 @@ from scheduler.db import claims
 from scheduler.db import source
 from scheduler.engine import deadline
 from scheduler.host_state import HostState
-from scheduler.host_state import resolve_allocation_ratio
 from scheduler.resources import capacity
 
 LOG = logging.getLogger(__name__)
@@ -73,13 +72,6 @@ class Reservation(Protocol):
     def reconcile(self, context: Any) -> dict[str, int]:
         """Release the claims that ended: ``{'expired': n,
         'superseded': n}``."""
-
-
-def view_ratios() -> dict[str, float]:
-    """The allocation ratios of nodes that set none, as the host view
-    resolves them (``host_state.resolve_allocation_ratio``)."""
-    return {name: resolve_allocation_ratio(name, None)
-            for name in claims.RATIO_NAMES}
 
 
 class SqlReservation:
@@ -127,8 +119,8 @@ class SqlReservation:
         connection = getattr(self._local, 'connection', None)
         try:
             if connection is not None:
-                claims.claim_many_in(connection, wanted, view_ratios())
-            elif not claims.claim_many(context, wanted, view_ratios()):
+                claims.claim_many_in(connection, wanted)
+            elif not claims.claim_many(context, wanted):
                 raise claims.NoRoom()
         except claims.RACE_ERRORS as exc:
             raise LostRace() from exc
@@ -138,8 +130,7 @@ class SqlReservation:
         """``claims.claim``; a refusal is explained (``log_refusal``)."""
         deadline.check()
         amounts = capacity.claim_amounts(spec_obj)
-        if claims.claim(context, state.compute_id, instance_uuid, *amounts,
-                        ratios=view_ratios()):
+        if claims.claim(context, state.compute_id, instance_uuid, *amounts):
             return True
         log_refusal(context, state, amounts)
         return False

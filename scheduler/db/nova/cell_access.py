@@ -111,7 +111,7 @@ class CellAccess:
             raise cells.CellsError(
                 '[database] connection (the scheduler\'s own database) '
                 'has no scheduler_node_claims table: run scheduler-manage '
-                'db sync (%s)' % cells._first_line(exc)) from exc
+                'db sync (%s)' % cells.first_line(exc)) from exc
 
     def stop(self):
         """Close every engine."""
@@ -156,7 +156,7 @@ class CellAccess:
 
     def _skip(self, cell, since, exc):
         LOG.warning('Cell %s is skipped: its database cannot be read (%s)',
-                    cell.label, cells._first_line(exc))
+                    cell.label, cells.first_line(exc))
         with self._lock:
             missed = self._missed.get(cell.id)
             since = since or EPOCH

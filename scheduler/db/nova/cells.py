@@ -90,12 +90,14 @@ def create_engine(url, conf):
                          % (safe_url(url), exc)) from exc
     except DATABASE_ERRORS as exc:
         raise CellsError('cannot connect to %s: %s'
-                         % (safe_url(url), _first_line(exc))) from exc
+                         % (safe_url(url), first_line(exc))) from exc
     timeouts.install(engine)
     return engine
 
 
-def _first_line(exc):
+def first_line(exc):
+    """The first line of ``exc``'s message (its class name when it has
+    none)."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
 
@@ -114,7 +116,7 @@ def read_mappings(api_engine):
     except DATABASE_ERRORS as exc:
         raise CellsError('cannot read cell_mappings of the API database '
                          '%s: %s' % (safe_url(api_engine.url),
-                                     _first_line(exc))) from exc
+                                     first_line(exc))) from exc
     return [dict(row) for row in rows]
 
 
@@ -170,7 +172,7 @@ def check_tables(engine, metadata, what):
                 connection.execute(_probe(table)).all()
     except DATABASE_ERRORS as exc:
         raise CellsError('%s: cannot read the Nova tables of %s: %s' % (
-            what, safe_url(engine.url), _first_line(exc))) from exc
+            what, safe_url(engine.url), first_line(exc))) from exc
 
 
 def check(cell):

@@ -96,7 +96,7 @@ def _reports(nova, rows):
         except cells.DATABASE_ERRORS as exc:
             LOG.warning('Claims on cell %s are not reconciled with its '
                         'reports: its database cannot be read (%s)',
-                        cell.label, cells._first_line(exc))
+                        cell.label, cells.first_line(exc))
     return found
 
 
