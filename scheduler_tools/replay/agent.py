@@ -25,7 +25,9 @@ drops the scheduler's claims for the new instances, which those rows now
 count (what the scheduler's periodic reconciliation would do later; done
 at once, in the same transaction, so that a replay's placements do not
 depend on when it runs).  Once that is committed it casts
-``update_instance_info`` to each chosen host with its new instances.
+``update_instance_info`` to each chosen host with its new instances
+(unless ``send_instance_updates`` is off, as Nova's compute sends no
+instance casts without ``[filter_scheduler] track_instance_changes``).
 
 Deletions are recorded in memory one by one (``remove``) and written
 together (``commit_removals``): the instances soft-deleted and each
@@ -298,12 +300,16 @@ class ComputeAgents:
     ``ctx`` is the database (and RPC) context, ``api`` a SchedulerAPI (or
     anything with its ``update_instance_info`` / ``delete_instance_info``)
     and ``rows`` the ``compute_nodes`` row dicts of the fleet; a node's
-    ``index`` is its position in ``rows``.
+    ``index`` is its position in ``rows``.  With ``send_instance_updates``
+    False the agents write the database but cast nothing, as Nova's
+    compute manager does when ``[filter_scheduler]
+    track_instance_changes`` is off.
     """
 
-    def __init__(self, ctx, api, rows):
+    def __init__(self, ctx, api, rows, send_instance_updates=True):
         self.ctx = ctx
         self.api = api
+        self.send_instance_updates = send_instance_updates
         self.ordered = [NodeUsage.from_row(row, index)
                         for index, row in enumerate(rows)]
         self.nodes = {node.key: node for node in self.ordered}
@@ -363,12 +369,16 @@ class ComputeAgents:
                          [_node_params(node, now) for node in nodes],
                          'compute nodes')
             claims.release_many(self.ctx, uuids)
+        if self.send_instance_updates:
+            self._cast_updates(values, nodes, by_node.values())
+        return placed, nodes
+
+    def _cast_updates(self, values, nodes, records_by_node):
         instances = {row['uuid']: _cast_instance(row) for row in values}
-        for node, records in zip(nodes, by_node.values(), strict=True):
+        for node, records in zip(nodes, records_by_node, strict=True):
             self.api.update_instance_info(
                 self.ctx, node.host, instance_obj.InstanceList(
                     objects=[instances[record.uuid] for record in records]))
-        return placed, nodes
 
     def remove(self, record):
         """Stop counting the instance of a Placed record on its node (in
@@ -394,6 +404,8 @@ class ComputeAgents:
             _execute_all(session, 'node',
                          [_node_params(self.nodes[key], now)
                           for key in keys], 'compute nodes')
+        if not self.send_instance_updates:
+            return
         for record in records:
             self.api.delete_instance_info(self.ctx, record.host, record.uuid)
 

@@ -56,8 +56,9 @@ placements CSV, embedded or against one separate service):
   every database;
 * the driver draws from ``random.Random([scheduler] random_seed)``, once
   per chosen host, in request order;
-* the ``update_instance_info`` / ``delete_instance_info`` casts are
-  asynchronous, but they only feed the per-host instance lists, which the
+* the ``update_instance_info`` / ``delete_instance_info`` casts (sent
+  only with ``[filter_scheduler] track_instance_changes``, as Nova's
+  compute does) are asynchronous, but they only feed the per-host instance lists, which the
   default filters and weighers do not read (no server groups, no
   affinity), so their timing cannot change a decision.
 
@@ -543,7 +544,9 @@ def run(settings):
             if settings.seed_only:
                 return {'seeded_nodes': len(specs)}
         rows = fleet.load_nodes(ctx)
-        agents = agent.ComputeAgents(ctx, None, rows)
+        agents = agent.ComputeAgents(
+            ctx, None, rows,
+            CONF.filter_scheduler.track_instance_changes)
         capacity = capacity_mod.FleetCapacity.from_nodes(agents.ordered)
         mix = capacity_mod.FlavorMix.from_requests(requests)
         trace_bound = announce(requests, capacity)

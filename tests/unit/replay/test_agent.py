@@ -232,6 +232,25 @@ def test_removals_are_written_together_and_cast_one_by_one(ctx):
     agents.commit_removals([])  # nothing to write
 
 
+def test_without_instance_tracking_the_agents_write_but_do_not_cast(ctx):
+    # Nova's compute manager sends no instance casts when
+    # [filter_scheduler] track_instance_changes is off.
+    seed.seed_fleet(ctx, fleet.generate_fleet(2, (16, 65536, 500)))
+    api = RecordingAPI()
+    agents = agent.ComputeAgents(ctx, api, fleet.load_nodes(ctx),
+                                 send_instance_updates=False)
+    uuids = agents.new_uuids(2)
+    placed, _ = agents.spawn([_vm('a'), _vm('b')], uuids,
+                             [_dest('compute-0001'), _dest('compute-0002')])
+    assert len(db.instance_get_all_by_host(ctx, 'compute-0001')) == 1
+    for record in placed:
+        agents.remove(record)
+    agents.commit_removals(placed)
+    assert db.instance_get_all_by_host(ctx, 'compute-0001') == []
+    assert [r['running_vms'] for r in db.compute_node_get_all(ctx)] == [0, 0]
+    assert api.casts == []
+
+
 def test_a_removal_of_an_unknown_instance_is_an_error(ctx):
     agents, _ = _agents(ctx)
     ghost = agent.Placed(_vm(), agents.new_uuid(), 'compute-0001',
