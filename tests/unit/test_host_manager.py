@@ -322,11 +322,14 @@ def test_changes_are_read_without_a_full_read(ctx, no_full_read):
     assert manager.table.columns['disabled'][0]
 
 
-def _late(minutes=0, seconds=0.5):
-    """A stamp ``seconds`` before now: a row written then whose commit
-    comes only now (or a writer whose clock lags by that much)."""
-    return timeutils.utcnow() - datetime.timedelta(minutes=minutes,
-                                                   seconds=seconds)
+def _late(minutes=0, seconds=0.5, before=None):
+    """A stamp ``seconds`` before ``before`` (default: now): a row
+    written then whose commit comes only now (or a writer whose clock
+    lags by that much).  Tests that need the stamp to fall before a read
+    pass the time taken just before that read, so that a slow machine
+    does not move the stamp past the read's start."""
+    base = before if before is not None else timeutils.utcnow()
+    return base - datetime.timedelta(minutes=minutes, seconds=seconds)
 
 
 def test_late_rows_wait_for_the_sweep(ctx, monkeypatch, no_full_read):
@@ -334,13 +337,15 @@ def test_late_rows_wait_for_the_sweep(ctx, monkeypatch, no_full_read):
                             created_at=_late(minutes=10))
     monkeypatch.setattr(refresh, 'SWEEP_INTERVAL', 3600.0)
     manager = host_manager.HostManager(ctx)
+    before = timeutils.utcnow()
     state = manager.get_all_host_states(ctx)[0]
     no_full_read(manager)
     writers.compute_node_update(ctx, node['id'], {
         'free_ram_mb': 1024, 'memory_mb_used': 3072,
-        'updated_at': _late()})
+        'updated_at': _late(before=before)})
     writers.service_update(ctx, state.service['id'],
-                           {'disabled': True, 'updated_at': _late()})
+                           {'disabled': True,
+                            'updated_at': _late(before=before)})
     manager.get_all_host_states(ctx)
     assert state.free_ram_mb == 4096   # stamped before the last read
     assert not state.service['disabled']
@@ -369,11 +374,12 @@ def test_sweep_reads_only_rows_it_does_not_hold(ctx, monkeypatch,
         return real(context, compute_node_ids, service_ids)
 
     monkeypatch.setattr(db_changes, 'get_rows_by_ids', spy)
+    before = timeutils.utcnow()
     manager.get_all_host_states(ctx)   # every row is held already
     assert asked == []
     service_id = states[1].service['id']
-    writers.service_update(ctx, service_id, {'report_count': 5,
-                                             'updated_at': _late()})
+    writers.service_update(ctx, service_id, {
+        'report_count': 5, 'updated_at': _late(before=before)})
     manager.get_all_host_states(ctx)
     assert asked == [([], [service_id])]
     assert states[1].service['report_count'] == 5
