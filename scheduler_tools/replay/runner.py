@@ -58,9 +58,10 @@ placements CSV, embedded or against one separate service):
   per chosen host, in request order;
 * the ``update_instance_info`` / ``delete_instance_info`` casts (sent
   only with ``[filter_scheduler] track_instance_changes``, as Nova's
-  compute does) are asynchronous, but they only feed the per-host instance lists, which the
-  default filters and weighers do not read (no server groups, no
-  affinity), so their timing cannot change a decision.
+  compute does) are asynchronous, but they only feed the per-host
+  instance lists, which the default filters and weighers do not read
+  (no server groups, no affinity), so their timing cannot change a
+  decision.
 
 Several services, or ``[scheduler] workers`` > 1, answer in whatever
 order the broker hands requests out, each with its own random source, so
