@@ -77,6 +77,13 @@ class InvalidRequestSpec(Invalid):
     msg_fmt = 'Invalid request spec: %(reason)s'
 
 
+class RequestGroupSuffixConflict(InvalidRequestSpec):
+    """Two request groups of one request share a suffix (a port's or
+    device profile's ``requester_id`` that is also a flavor group's)."""
+
+    msg_fmt = 'Duplicate request group suffix %(suffix)s.'
+
+
 class InvalidObjectPrimitive(Invalid):
     """A message argument that is not a readable versioned object."""
 

@@ -24,12 +24,11 @@ import os
 import select
 import subprocess
 
-import pytest
 import sqlalchemy as sa
+from nova_venv import nova_venv
 
 from scheduler_tools import databases
 
-NOVA_VERSION = os.environ.get('SCHEDULER_NOVA_VERSION', '34.0.0')
 DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                       'functional', 'nova_db_driver', 'driver.py')
 ANSWER_TIMEOUT = 60
@@ -37,22 +36,6 @@ COMMAND_TIMEOUT = 180
 CELLS = ('cell1', 'cell2')
 
 
-def nova_venv():
-    """The Nova venv's directory; fails (or skips) when it is missing."""
-    cache = (os.environ.get('XDG_CACHE_HOME') or
-             os.path.expanduser('~/.cache'))
-    venv = os.environ.get('SCHEDULER_NOVA_VENV') or os.path.join(
-        cache, 'scheduler-tests', 'nova-' + NOVA_VERSION)
-    stamp = os.path.join(venv, 'scheduler-nova-version')
-    if os.path.exists(stamp):
-        with open(stamp) as found:
-            if found.read().strip() == NOVA_VERSION:
-                return venv
-    if os.environ.get('SCHEDULER_TEST_SKIP_NOVA', '') in ('1', 'true'):
-        pytest.skip('SCHEDULER_TEST_SKIP_NOVA is set')
-    pytest.fail('no nova==%s venv in %s: run tools/test-setup.sh (or set '
-                'SCHEDULER_TEST_SKIP_NOVA=1)' % (NOVA_VERSION, venv),
-                pytrace=False)
 
 
 def _lent_psycopg2(venv, workdir):

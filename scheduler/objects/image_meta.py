@@ -91,6 +91,10 @@ _PROPERTIES = {
 }
 
 
+# Glance properties naming a trait the image requires: trait:<NAME>.
+TRAIT_PREFIX = 'trait:'
+
+
 @base.register
 class ImageMetaProps(base.SchedulerObject):
     """An image's properties.  Versions follow Nova's history: each minor
@@ -140,7 +144,10 @@ class ImageMetaProps(base.SchedulerObject):
 
         Values may be primitives (lists for sets, strings for numbers, as
         in a legacy RPC 4.0 message); unknown properties are ignored, as in
-        Nova.  A value of the wrong type raises ValueError.
+        Nova.  ``traits_required`` is read, as Nova reads it, from the
+        Glance properties ``trait:<NAME> = required`` (a property named
+        ``traits_required`` is ignored).  A value of the wrong type raises
+        ValueError.
         """
         props = cls()
         image_props = image_props or {}
@@ -149,9 +156,16 @@ class ImageMetaProps(base.SchedulerObject):
                          key=lambda item: item[0] not in LEGACY_PROPERTY_NAMES)
         for key, value in ordered:
             name = LEGACY_PROPERTY_NAMES.get(key, key)
-            if name in cls.fields and value is not None:
+            if (name in cls.fields and name != 'traits_required' and
+                    value is not None):
                 setattr(props, name,
                         cls.fields[name].from_primitive(props, name, value))
+        traits = [str(key)[len(TRAIT_PREFIX):]
+                  for key, value in image_props.items()
+                  if str(key).startswith(TRAIT_PREFIX) and
+                  str(value) == 'required']
+        if traits:
+            props.traits_required = traits
         return props
 
 

@@ -25,11 +25,12 @@ import uuid
 
 import pytest
 from deployment import Deployment
+from nova_venv import NOVA_VERSION
+from nova_venv import nova_venv
 
 from scheduler.db import api as db
 from scheduler_tools import seed
 
-NOVA_VERSION = os.environ.get('SCHEDULER_NOVA_VERSION', '34.0.0')
 DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                       'nova_driver', 'driver.py')
 ANSWER_TIMEOUT = 90
@@ -44,24 +45,6 @@ OPTIONS = {('filter_scheduler', 'enabled_filters'): FILTERS}
 
 # -- the Nova side ------------------------------------------------------------
 
-def nova_venv():
-    """The Nova venv's directory; fails (or skips) when it is not there."""
-    default = os.path.join(
-        os.environ.get('XDG_CACHE_HOME') or os.path.expanduser('~/.cache'),
-        'scheduler-tests', 'nova-' + NOVA_VERSION)
-    venv = os.environ.get('SCHEDULER_NOVA_VENV') or default
-    try:
-        with open(os.path.join(venv, 'scheduler-nova-version')) as stamp:
-            ready = stamp.read().strip() == NOVA_VERSION
-    except OSError:
-        ready = False
-    if not ready:
-        if os.environ.get('SCHEDULER_TEST_SKIP_NOVA', '') in ('1', 'true'):
-            pytest.skip('SCHEDULER_TEST_SKIP_NOVA is set')
-        pytest.fail('no nova==%s venv in %s: run tools/test-setup.sh (or '
-                    'set SCHEDULER_TEST_SKIP_NOVA=1)' % (NOVA_VERSION, venv),
-                    pytrace=False)
-    return venv
 
 
 class NovaDriver:

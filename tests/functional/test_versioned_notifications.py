@@ -19,7 +19,6 @@ Without the venv the tests fail with a hint, or are skipped when
 ``SCHEDULER_TEST_SKIP_NOVA=1``.
 """
 
-import importlib.util
 import json
 import os
 import queue
@@ -29,6 +28,9 @@ import uuid
 import oslo_messaging as messaging
 import pytest
 from deployment import Deployment
+from nova_venv import NOVA_VERSION
+from nova_venv import load_helper_module
+from nova_venv import nova_python
 from test_notifications_payload import AGGREGATE_UUID
 from test_notifications_payload import NOVA_34_PAYLOADS
 from test_notifications_payload import rich_spec
@@ -40,7 +42,6 @@ from scheduler.objects import notification
 from scheduler_tools import seed
 from scheduler_tools import writers
 
-NOVA_VERSION = os.environ.get('SCHEDULER_NOVA_VERSION', '34.0.0')
 HELPER_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                           'nova_payloads')
 HOST = 'scheduler-notify'
@@ -57,33 +58,12 @@ WAIT = 30
 QUIET = 3
 
 
-def _load_schema():
-    spec = importlib.util.spec_from_file_location(
-        'nova_payloads_schema', os.path.join(HELPER_DIR, 'schema.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-schema = _load_schema()
+schema = load_helper_module(os.path.join(HELPER_DIR, 'schema.py'),
+                            'nova_payloads_schema')
 
 
 # -- Nova's side ------------------------------------------------------------
 
-def nova_python():
-    """The Nova venv's python; fails (or skips) without the venv."""
-    default = os.path.join(
-        os.environ.get('XDG_CACHE_HOME') or os.path.expanduser('~/.cache'),
-        'scheduler-tests', 'nova-' + NOVA_VERSION)
-    venv = os.environ.get('SCHEDULER_NOVA_VENV') or default
-    stamp = os.path.join(venv, 'scheduler-nova-version')
-    if os.path.exists(stamp) and open(stamp).read().strip() == NOVA_VERSION:
-        return os.path.join(venv, 'bin', 'python')
-    if os.environ.get('SCHEDULER_TEST_SKIP_NOVA', '') in ('1', 'true'):
-        pytest.skip('SCHEDULER_TEST_SKIP_NOVA is set')
-    pytest.fail('no nova==%s venv in %s: run tools/test-setup.sh (or set '
-                'SCHEDULER_TEST_SKIP_NOVA=1)' % (NOVA_VERSION, venv),
-                pytrace=False)
 
 
 class NovaPayloads:

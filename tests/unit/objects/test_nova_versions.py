@@ -413,7 +413,8 @@ def test_flavor_our_filters_can_check(extra_specs):
 
 
 @pytest.mark.parametrize('props,asked', [
-    ({'traits_required': ['CUSTOM_A', 'CUSTOM_B']},
+    ({'trait:CUSTOM_A': 'required', 'trait:CUSTOM_B': 'required',
+      'trait:CUSTOM_C': 'forbidden', 'traits_required': ['CUSTOM_D']},
      ['image trait CUSTOM_A required', 'image trait CUSTOM_B required']),
     ({'hw_mem_encryption': True}, ['memory encryption (resource '
                                    'MEM_ENCRYPTION_CONTEXT)']),
