@@ -165,6 +165,15 @@ class DatabaseUnavailable(SchedulerException):
     code = 503
 
 
+
+class PlacementUnavailable(SchedulerException):
+    """The Placement API could not be reached, or answered an error,
+    while claiming or releasing (Placement mode): nothing was claimed
+    for the request."""
+
+    msg_fmt = 'The Placement service is unavailable: %(reason)s'
+    code = 503
+
 # Our class -> the class of ``nova.exception`` a Nova caller catches for
 # it (all in Nova 34.0.0 and since Ocata, but
 # SelectionObjectsWithOldRPCVersionNotSupported: since Queens; an older

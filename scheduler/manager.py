@@ -20,7 +20,8 @@ For a Nova caller (Newton to 34.0.0):
   NoValidHost is what Nova's scheduler raises when Placement has no
   candidate, and what every Nova caller handles (a build puts the
   instance in ERROR with the reason as its fault; resize, live migration,
-  unshelve and evacuate give up and say why);
+  unshelve and evacuate give up and say why).  In Placement mode
+  (``[scheduler] use_placement``) Placement checks them instead;
 * replies are written in the object versions the caller reads
   (``selection.reply_manifest`` of the RequestSpec version it sent).
 """
@@ -117,6 +118,7 @@ class SchedulerManager:
     @messaging.expected_exceptions(exception.NoValidHost,
                                    exception.Invalid,
                                    exception.DatabaseUnavailable,
+                                   exception.PlacementUnavailable,
                                    exception.ComputeHostNotFound)
     @_nova_errors
     def select_destinations(self, ctxt, request_spec=None,
@@ -187,7 +189,8 @@ class SchedulerManager:
                        % request_spec_obj.MAX_INSTANCES_PER_REQUEST)
         spec_obj.ensure_defaults()
         spec_obj.validate()
-        _refuse_placement_only(spec_obj)
+        if not CONF.scheduler.use_placement:
+            _refuse_placement_only(spec_obj)
         return spec_obj
 
     # -- casts (fanout) --------------------------------------------------

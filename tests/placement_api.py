@@ -11,6 +11,9 @@ hypervisor hostname; its inventory has VCPU, MEMORY_MB (MiB) and
 DISK_GB (GiB), each with ``total``, ``reserved``, ``min_unit`` 1,
 ``max_unit`` the total, ``step_size`` 1 and the allocation ratio; its
 traits include the virt driver's capabilities (``COMPUTE_*``).
+
+The REST calls are the benchmark's (``scheduler_tools.bench.placement``),
+which writes providers the same way.
 """
 
 from __future__ import annotations
@@ -18,15 +21,12 @@ from __future__ import annotations
 import dataclasses
 import uuid as uuid_lib
 
-from keystoneauth1 import adapter
-from keystoneauth1 import session
-from keystoneauth1 import token_endpoint
+from scheduler_tools.bench import placement as rest
+from scheduler_tools.bench.placement import NOVA_MICROVERSION
+from scheduler_tools.bench.placement import PlacementError
 
-NOVA_MICROVERSION = '1.36'
-
-
-class PlacementError(AssertionError):
-    """Placement answered with an unexpected status."""
+__all__ = ['NOVA_MICROVERSION', 'ComputeProvider', 'PlacementAPI',
+           'PlacementError']
 
 
 @dataclasses.dataclass
@@ -42,6 +42,9 @@ class ComputeProvider:
     disk_allocation_ratio: float = 1.0
     reserved_host_memory_mb: int = 512
     traits: tuple[str, ...] = ('COMPUTE_NET_ATTACH_INTERFACE',)
+    # Custom resource classes and their totals (``CUSTOM_*``: created
+    # first, as an Ironic node's or a device's are).
+    custom: tuple[tuple[str, int], ...] = ()
     uuid: str = dataclasses.field(
         default_factory=lambda: str(uuid_lib.uuid4()))
 
@@ -54,7 +57,8 @@ class ComputeProvider:
             'VCPU': one(self.vcpus, self.cpu_allocation_ratio),
             'MEMORY_MB': one(self.memory_mb, self.ram_allocation_ratio,
                              self.reserved_host_memory_mb),
-            'DISK_GB': one(self.disk_gb, self.disk_allocation_ratio)}
+            'DISK_GB': one(self.disk_gb, self.disk_allocation_ratio),
+            **{rc: one(total, 1.0) for rc, total in self.custom}}
 
 
 class PlacementAPI:
@@ -62,21 +66,13 @@ class PlacementAPI:
 
     def __init__(self, url: str, microversion: str = NOVA_MICROVERSION):
         self.url = url
-        self.client = adapter.Adapter(
-            session.Session(auth=token_endpoint.Token(url, 'admin')),
-            service_type='placement', default_microversion=microversion,
-            raise_exc=False)
+        self.client = rest.client(url, microversion)
 
     def _call(self, method, path, expected, **kwargs):
-        reply = self.client.request(path, method, **kwargs)
-        if reply.status_code not in expected:
-            raise PlacementError('%s %s: %d %s' % (
-                method, path, reply.status_code, reply.text[:500]))
-        return reply
+        return rest.call(self.client, method, path, expected, **kwargs)
 
     def _json(self, method, path, expected=(200,), **kwargs):
-        reply = self._call(method, path, expected, **kwargs)
-        return reply.json() if reply.content else None
+        return rest.call_json(self.client, method, path, expected, **kwargs)
 
     # -- as nova-compute ---------------------------------------------------
 
@@ -85,6 +81,7 @@ class PlacementAPI:
         custom trait is created first)."""
         self._call('POST', '/resource_providers', (200, 201),
                    json={'uuid': node.uuid, 'name': node.name})
+        self.ensure(resource_classes=[rc for rc, _ in node.custom])
         generation = self.provider(node.uuid)['generation']
         generation = self._json(
             'PUT', '/resource_providers/%s/inventories' % node.uuid,
@@ -103,49 +100,16 @@ class PlacementAPI:
         provider, its custom resource classes and traits, inventories,
         traits, aggregates, and its usages as one consumer's
         allocation."""
-        self._call('POST', '/resource_providers', (200, 201),
-                   json={'uuid': provider.uuid, 'name': provider.name})
-        for rc in provider.inventories:
-            if rc.startswith('CUSTOM_'):
-                self._call('PUT', '/resource_classes/%s' % rc, (201, 204))
-        for trait in provider.traits:
-            if trait.startswith('CUSTOM_'):
-                self._call('PUT', '/traits/%s' % trait, (201, 204))
-        path = '/resource_providers/%s' % provider.uuid
-        generation = self._json('PUT', path + '/inventories', json={
-            'resource_provider_generation': 0,
-            'inventories': {
-                rc: {'total': i.total, 'reserved': i.reserved,
-                     'min_unit': i.min_unit,
-                     'max_unit': i.total if i.max_unit is None
-                     else i.max_unit,
-                     'step_size': i.step_size,
-                     'allocation_ratio': i.allocation_ratio}
-                for rc, i in provider.inventories.items()},
-        })['resource_provider_generation']
-        generation = self._json('PUT', path + '/traits', json={
-            'resource_provider_generation': generation,
-            'traits': sorted(provider.traits)})['resource_provider_generation']
-        self._json('PUT', path + '/aggregates', json={
-            'resource_provider_generation': generation,
-            'aggregates': sorted(provider.aggregates)})
-        used = {rc: amount for rc, amount in provider.usages.items()
-                if amount}
-        if used:
-            status = self.claim(str(uuid_lib.uuid4()), {'allocations': {
-                provider.uuid: {'resources': used}}}, str(uuid_lib.uuid4()),
-                str(uuid_lib.uuid4()))
-            if status != 204:
-                raise PlacementError('the usages of %s were refused'
-                                     % provider.name)
+        self.ensure([t for t in provider.traits if t.startswith('CUSTOM_')],
+                    [rc for rc in provider.inventories
+                     if rc.startswith('CUSTOM_')])
+        rest.write_provider(self.client, provider)
+        rest.write_usages(self.client, provider)
 
     def ensure(self, traits=(), resource_classes=()) -> None:
         """Create custom traits and resource classes (a request naming
         an unknown one is a 400)."""
-        for trait in traits:
-            self._call('PUT', '/traits/%s' % trait, (201, 204))
-        for rc in resource_classes:
-            self._call('PUT', '/resource_classes/%s' % rc, (201, 204))
+        rest.ensure(self.client, traits, resource_classes)
 
     # -- reads ---------------------------------------------------------------
 
@@ -174,11 +138,8 @@ class PlacementAPI:
         204 when claimed, 409 when refused (capacity, or a concurrent
         update).  Always at Nova's microversion (1.38 and later also ask
         for a ``consumer_type``)."""
-        body = dict(allocation_request, project_id=project_id,
-                    user_id=user_id, consumer_generation=consumer_generation)
-        return self._call('PUT', '/allocations/%s' % consumer, (204, 409),
-                          json=body,
-                          microversion=NOVA_MICROVERSION).status_code
+        return rest.claim(self.client, consumer, allocation_request,
+                          project_id, user_id, consumer_generation)
 
     def allocations(self, consumer: str) -> dict:
         return self._json('GET', '/allocations/%s' % consumer)

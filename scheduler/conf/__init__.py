@@ -14,6 +14,7 @@ from scheduler.conf import compute
 from scheduler.conf import database
 from scheduler.conf import moves
 from scheduler.conf import notifications
+from scheduler.conf import placement
 from scheduler.conf import scheduler
 from scheduler.conf import trusted_computing
 from scheduler.conf import upgrade_levels
@@ -21,5 +22,6 @@ from scheduler.conf import upgrade_levels
 CONF = cfg.CONF
 
 for _module in (api_database, compute, database, moves, notifications,
-                scheduler, cells, trusted_computing, upgrade_levels):
+                placement, scheduler, cells, trusted_computing,
+                upgrade_levels):
     _module.register_opts(CONF)

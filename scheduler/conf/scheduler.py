@@ -107,6 +107,23 @@ scheduler_opts = [
                     'more than a second behind the scheduler\'s can stay '
                     'unseen.  0 re-reads everything for every decision, as '
                     'Nova did.'),
+    cfg.BoolOpt('use_placement', default=False,
+                help='Placement mode (our own option; Nova\'s scheduler '
+                     'has used Placement since Pike): the hosts considered '
+                     'are the compute nodes whose resource provider (the '
+                     'one whose uuid is the node\'s) can hold the request '
+                     'by Placement\'s rules, computed in memory from '
+                     '``[placement_database]``; the chosen host is claimed '
+                     'with ``PUT /allocations/{instance}`` through the '
+                     '``[placement]`` API, and each Selection carries its '
+                     'allocation request.  False: the Newton/Ocata design, '
+                     'claims in this service\'s own database.'),
+    cfg.IntOpt('max_placement_results', default=1000, min=1,
+               help='Nova\'s option (since Queens): the ``limit`` of its '
+                    '``GET /allocation_candidates``, which makes a large '
+                    'cloud choose among that many random hosts.  Accepted '
+                    'for compatibility; the candidates are computed in '
+                    'memory over every provider, so no host is cut.'),
     cfg.BoolOpt('claim_resources', default=True,
                 help='Claim the chosen node\'s vCPUs, RAM and disk in the '
                      'database before returning it, so that several '

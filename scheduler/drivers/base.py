@@ -5,7 +5,8 @@ weighers, ``scheduler.engine.pipeline``) and a Reservation (claims,
 ``scheduler.engine.reservation``), and answers ``select_destinations`` with one
 list of ``Selection`` objects per instance (the chosen host first, then
 alternates), or raises NoValidHost.  It follows Nova's driver API of
-Queens, without Placement.
+Queens; with ``[scheduler] use_placement`` the candidates and claims are
+Placement's (``scheduler.placement``).
 """
 
 import random
@@ -15,6 +16,8 @@ from scheduler import servicegroup
 from scheduler.conf import CONF
 from scheduler.engine import pipeline
 from scheduler.engine import reservation
+from scheduler.placement import reservation as placement_reservation
+from scheduler.placement import view as placement_view
 
 
 class Scheduler:
@@ -24,9 +27,16 @@ class Scheduler:
         self.host_manager = host_manager.HostManager(context)
         self.notifier = notifier
         self.random = random.Random(CONF.scheduler.random_seed)
+        # Placement mode: its view is loaded before the service answers.
+        self.placement = (placement_view.from_config(CONF)
+                          if CONF.scheduler.use_placement else None)
         # Loading the plug-ins checks their names at start (any driver).
-        self.pipeline = pipeline.Pipeline(self.host_manager, self.random)
-        self.reservation = reservation.SqlReservation()
+        self.pipeline = pipeline.Pipeline(self.host_manager, self.random,
+                                          self.placement)
+        self.reservation: reservation.Reservation = (
+            reservation.SqlReservation() if self.placement is None else
+            placement_reservation.PlacementReservation(
+                self.placement, self.placement.client))
 
     def run_periodic_tasks(self, context):
         """Hook run every ``[scheduler] periodic_task_interval`` seconds."""

@@ -50,6 +50,8 @@ it a ``Ranking`` of HostStates, the host manager consumes, the
 reservation claims.
 """
 
+import functools
+
 from oslo_log import log as logging
 from oslo_utils import uuidutils
 
@@ -61,6 +63,7 @@ from scheduler.drivers import base
 from scheduler.engine import deadline
 from scheduler.engine import reservation
 from scheduler.objects import selection as selection_obj
+from scheduler.placement import view as placement_view
 
 LOG = logging.getLogger(__name__)
 
@@ -97,13 +100,13 @@ class FilterScheduler(base.Scheduler):
         num = self.num_instances(spec_obj, instance_uuids)
         uuids = _instance_uuids(spec_obj, instance_uuids, num)
         max_hosts = CONF.scheduler.max_attempts if return_alternates else 1
-        claiming = CONF.scheduler.claim_resources and not _forced(spec_obj)
+        claiming = self._claiming(spec_obj)
         group = spec_obj.get('instance_group')
         group_hosts = group.host_list() if group is not None else None
         placed = []
         try:
             with self.reservation.decision(context, claiming):
-                states = manager.get_all_host_states(context)
+                states = self._read_hosts(context, spec_obj)
                 live_migration.check_requested_destination(states, spec_obj)
                 selected, ranking = self._place(context, spec_obj, uuids,
                                                 return_alternates,
@@ -143,6 +146,25 @@ class FilterScheduler(base.Scheduler):
         ranking.apply_limits(selected + alternates)
         return self._selections(selected, alternates, max_hosts)
 
+    def _claiming(self, spec_obj):
+        """Whether the chosen hosts are claimed: in Placement mode always
+        but for a rebuild (Nova claims nothing for one); else with
+        ``[scheduler] claim_resources``, forced hosts excepted."""
+        if self.placement is not None:
+            return not _rebuild(spec_obj)
+        return CONF.scheduler.claim_resources and not _forced(spec_obj)
+
+    def _read_hosts(self, context, spec_obj):
+        """The HostStates, refreshed; in Placement mode, the Placement
+        view too, and the request's allocation candidates (none asked
+        for a rebuild)."""
+        states = self.host_manager.get_all_host_states(context)
+        if self.placement is not None and not _rebuild(spec_obj):
+            self.placement.refresh()
+            self.placement.select(spec_obj, functools.partial(
+                _find_nodes, states))
+        return states
+
     def _place(self, context, spec_obj, uuids, return_alternates,
                claim_each):
         """Nova's loop: choose a host per instance and consume from it.
@@ -173,6 +195,8 @@ class FilterScheduler(base.Scheduler):
                 break
             chosen = ranking.first()
             manager.consume(chosen, spec_obj)
+            if self.placement is not None:
+                self.placement.consume(chosen.uuid)
             group = spec_obj.get('instance_group')
             if group is not None:
                 group.add_host(chosen.host)
@@ -189,7 +213,7 @@ class FilterScheduler(base.Scheduler):
         """``_place`` after a lost race, each instance's claim in a
         transaction of its own; on an error, the claims taken are
         released (they would otherwise last ``claim_timeout``)."""
-        self.host_manager.get_all_host_states(context)
+        self._read_hosts(context, spec_obj)
         try:
             return self._place(context, spec_obj, uuids, return_alternates,
                                claim_each=True)
@@ -240,8 +264,7 @@ class FilterScheduler(base.Scheduler):
             LOG.debug('Claims released: %(expired)d expired, '
                       '%(superseded)d superseded', counts)
 
-    @staticmethod
-    def _selections(selected, alternates, max_hosts):
+    def _selections(self, selected, alternates, max_hosts):
         """One list of Selection per instance: its chosen host, then the
         best alternates of the same cell that no instance was given.
 
@@ -249,13 +272,21 @@ class FilterScheduler(base.Scheduler):
         chosen for several) is one Selection object in all of them:
         Selections are values, built once per host (building one is most
         of this method's cost), and the RPC layer serialises each list
-        in full."""
+        in full.  In Placement mode each carries its host's allocation
+        request (``allocation_request``, JSON, and its microversion)."""
         made = {}
+        placement = self.placement
 
         def selection(state):
             key = (state.host, state.nodename)
             if key not in made:
                 made[key] = selection_obj.Selection.from_host_state(state)
+                if placement is not None:
+                    request = placement.allocation_request_json(state.uuid)
+                    made[key].allocation_request = request
+                    made[key].allocation_request_version = (
+                        None if request is None
+                        else placement_view.ALLOCATION_REQUEST_VERSION)
             return made[key]
 
         chosen_keys = {(s.host, s.nodename) for s in selected}
@@ -283,3 +314,16 @@ def _instance_uuids(spec_obj, instance_uuids, num):
 
 def _forced(spec_obj):
     return bool(spec_obj.get('force_hosts') or spec_obj.get('force_nodes'))
+
+
+def _rebuild(spec_obj):
+    return spec_obj.get_scheduler_hint('_nova_check_type') == 'rebuild'
+
+
+def _find_nodes(states, host, node, cell):
+    """The HostStates of ``states`` on service host ``host`` and/or of
+    hypervisor node ``node`` (``cell`` is not needed: host names are
+    unique across cells)."""
+    return [state for state in states
+            if (host is None or state.host == host) and
+            (node is None or state.nodename == node)]

@@ -23,6 +23,7 @@ from scheduler import moves
 from scheduler import weights
 from scheduler.conf import CONF
 from scheduler.filters import claim_capacity
+from scheduler.filters import placement_candidates
 from scheduler.host_state import HostState
 
 LOG = logging.getLogger(__name__)
@@ -42,18 +43,25 @@ class Pipeline:
     host manager, whose lock the caller holds)."""
 
     def __init__(self, view: Any,
-                 rng: random.Random | None = None) -> None:
-        """Load the plug-ins.  Raises SchedulerHostFilterNotFound /
-        ClassNotFound for a bad plug-in name."""
+                 rng: random.Random | None = None,
+                 placement: Any = None) -> None:
+        """Load the plug-ins.  ``placement``: the PlacementView of the
+        Placement mode, whose candidates are checked first.  Raises
+        SchedulerHostFilterNotFound / ClassNotFound for a bad plug-in
+        name."""
         self.view = view
         self.random = rng or random.Random(CONF.scheduler.random_seed)
         self.filter_handler = filters.HostFilterHandler()
         self.enabled_filters = filters.load_filters(
             CONF.filter_scheduler.available_filters,
             enabled_filter_names())
-        # What runs: the claims' own check first when nodes are claimed.
+        # What runs: Placement's candidates first in Placement mode, else
+        # the claims' own check first when nodes are claimed.
         self.filters = list(self.enabled_filters)
-        if CONF.scheduler.claim_resources:
+        if placement is not None:
+            self.filters.insert(
+                0, placement_candidates.PlacementCandidatesFilter(placement))
+        elif CONF.scheduler.claim_resources:
             self.filters.insert(0, claim_capacity.ClaimCapacityFilter())
         self.weight_handler = weights.HostWeightHandler()
         self.weighers = weights.load_weighers(

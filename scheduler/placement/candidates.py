@@ -16,7 +16,8 @@ to 1.39):
 * every ``required`` trait is the provider's, none of the forbidden
   ones (``!T``) is, and for each ``in:A,B`` at least one is;
 * for each ``member_of`` the provider is in one of its aggregates, and
-  in none of a forbidden one's (``!in:A,B`` or ``!A``).
+  in none of a forbidden one's (``!in:A,B`` or ``!A``);
+* with ``in_tree``, the provider is that one (a root is its own tree).
 
 Nested providers, sharing providers and granular groups are not
 handled here yet.  ``allocation_candidates`` shapes the answer as
@@ -78,12 +79,14 @@ class RequestGroup:
     forbidden: frozenset[str] = frozenset()
     member_of: tuple[frozenset[str], ...] = ()
     forbidden_aggregates: frozenset[str] = frozenset()
+    in_tree: str | None = None
 
     @classmethod
     def from_query(cls, params: Mapping[str, str | Sequence[str]]
                    ) -> RequestGroup:
         """Read Placement's query parameters (``resources``,
-        ``required``, ``member_of``; a value or a list of values).
+        ``required``, ``member_of``, ``in_tree``; a value or a list of
+        values).
 
         Raises ValueError for what Placement answers 400 to: no
         resources, a malformed amount, a required trait (or every trait
@@ -122,8 +125,10 @@ class RequestGroup:
                 member_of.append(frozenset(
                     item[3:].split(',') if item.startswith('in:')
                     else [item]))
+        trees = _values(params, 'in_tree')
         return cls(resources, tuple(required), frozenset(forbidden),
-                   tuple(member_of), frozenset(not_in))
+                   tuple(member_of), frozenset(not_in),
+                   trees[-1] if trees else None)
 
 
 def _values(params: Mapping[str, str | Sequence[str]], name: str
@@ -137,18 +142,30 @@ class _Column:
     says which providers have an inventory of it."""
 
     def __init__(self, providers: Sequence[Provider], rc: str) -> None:
-        empty = Inventory(total=0)
-        self.has = np.array([rc in p.inventories for p in providers])
-        inventories = [p.inventories.get(rc, empty) for p in providers]
-        self.min_unit = np.array([i.min_unit for i in inventories])
-        self.max_unit = np.array([i.total if i.max_unit is None
-                                  else i.max_unit for i in inventories])
-        self.step_size = np.array([max(1, i.step_size)
-                                   for i in inventories])
-        self.capacity = np.array([i.capacity for i in inventories],
-                                 dtype=np.float64)
-        self.used = np.array([p.usages.get(rc, 0) for p in providers],
-                             dtype=np.float64)
+        size = len(providers)
+        self.rc = rc
+        self.has = np.zeros(size, dtype=bool)
+        self.min_unit = np.zeros(size, dtype=np.int64)
+        self.max_unit = np.zeros(size, dtype=np.int64)
+        self.step_size = np.ones(size, dtype=np.int64)
+        self.capacity = np.zeros(size, dtype=np.float64)
+        self.used = np.zeros(size, dtype=np.float64)
+        for row, provider in enumerate(providers):
+            self.set(row, provider)
+
+    def set(self, row: int, provider: Provider) -> None:
+        """Copy ``provider``'s inventory and usage of this class into
+        ``row``."""
+        inventory = provider.inventories.get(self.rc)
+        self.has[row] = inventory is not None
+        if inventory is None:
+            inventory = Inventory(total=0)
+        self.min_unit[row] = inventory.min_unit
+        self.max_unit[row] = (inventory.total if inventory.max_unit is None
+                              else inventory.max_unit)
+        self.step_size[row] = max(1, inventory.step_size)
+        self.capacity[row] = inventory.capacity
+        self.used[row] = provider.usages.get(self.rc, 0)
 
     def fits(self, amount: int) -> np.ndarray:
         return (self.has & (self.min_unit <= amount) &
@@ -158,10 +175,15 @@ class _Column:
 
 
 class ProviderTable:
-    """Root providers and their resource columns (see the module)."""
+    """Root providers and their resource columns (see the module).
+
+    ``replace`` puts new versions of known providers in place, and
+    ``consume`` adds an amount to a provider's use, both in O(resource
+    classes); a provider that appears or goes needs a new table."""
 
     def __init__(self, providers: Iterable[Provider]) -> None:
         self.providers = list(providers)
+        self.row_of = {p.uuid: row for row, p in enumerate(self.providers)}
         self._columns: dict[str, _Column] = {}
 
     def _column(self, rc: str) -> _Column:
@@ -170,15 +192,61 @@ class ProviderTable:
             column = self._columns[rc] = _Column(self.providers, rc)
         return column
 
-    def candidates(self, group: RequestGroup) -> list[Provider]:
-        """The providers that can hold ``group``, in table order."""
+    def replace(self, providers: Iterable[Provider]) -> None:
+        """Put each of ``providers`` in place of the table's provider of
+        the same uuid (KeyError when there is none)."""
+        for provider in providers:
+            row = self.row_of[provider.uuid]
+            self.providers[row] = provider
+            for column in self._columns.values():
+                column.set(row, provider)
+
+    def consume(self, uuid: str, resources: Mapping[str, int]) -> None:
+        """Add ``resources`` to the use of provider ``uuid``, as a claim
+        of them will (Placement's usages are sums of allocations)."""
+        row = self.row_of[uuid]
+        provider = self.providers[row]
+        usages = dict(provider.usages)
+        for rc, amount in resources.items():
+            usages[rc] = usages.get(rc, 0) + amount
+        self.replace([dataclasses.replace(provider, usages=usages)])
+
+    def fits_capacity(self, group: RequestGroup) -> np.ndarray:
+        """Boolean mask over the providers: which have the inventory and
+        room for every resource of ``group``."""
         mask = np.ones(len(self.providers), dtype=bool)
         for rc, amount in group.resources.items():
             mask &= self._column(rc).fits(amount)
-        return [provider for provider, fits
-                in zip(self.providers, mask.tolist(), strict=True)
-                if fits and _traits_match(provider, group)
-                and _aggregates_match(provider, group)]
+        return mask
+
+    def matches(self, group: RequestGroup) -> np.ndarray:
+        """Boolean mask over the providers: which match the traits,
+        aggregates and tree of ``group``."""
+        size = len(self.providers)
+        mask = np.ones(size, dtype=bool)
+        if group.in_tree is not None:
+            mask[:] = False
+            row = self.row_of.get(group.in_tree)
+            if row is not None:
+                mask[row] = True
+        if group.required or group.forbidden:
+            mask &= np.fromiter((_traits_match(p, group)
+                                 for p in self.providers), dtype=bool,
+                                count=size)
+        if group.member_of or group.forbidden_aggregates:
+            mask &= np.fromiter((_aggregates_match(p, group)
+                                 for p in self.providers), dtype=bool,
+                                count=size)
+        return mask
+
+    def fits(self, group: RequestGroup) -> np.ndarray:
+        """Boolean mask over the providers: which can hold ``group``."""
+        return self.fits_capacity(group) & self.matches(group)
+
+    def candidates(self, group: RequestGroup) -> list[Provider]:
+        """The providers that can hold ``group``, in table order."""
+        return [self.providers[row]
+                for row in np.flatnonzero(self.fits(group)).tolist()]
 
 
 def _traits_match(provider: Provider, group: RequestGroup) -> bool:
@@ -189,6 +257,8 @@ def _traits_match(provider: Provider, group: RequestGroup) -> bool:
 def _aggregates_match(provider: Provider, group: RequestGroup) -> bool:
     return (all(provider.aggregates & wanted for wanted in group.member_of)
             and not provider.aggregates & group.forbidden_aggregates)
+
+
 
 
 def allocation_candidates(table: ProviderTable, group: RequestGroup

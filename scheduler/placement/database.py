@@ -17,6 +17,7 @@ Only root providers are read for now (``parent_provider_id IS NULL``):
 from __future__ import annotations
 
 import collections
+from collections.abc import Collection
 from typing import Any
 
 import sqlalchemy as sa
@@ -26,6 +27,7 @@ from scheduler.placement.candidates import Provider
 
 _PROVIDERS = sa.table('resource_providers', sa.column('id'),
                       sa.column('uuid'), sa.column('name'),
+                      sa.column('generation'),
                       sa.column('parent_provider_id'))
 _CLASSES = sa.table('resource_classes', sa.column('id'), sa.column('name'))
 _INVENTORIES = sa.table(
@@ -46,19 +48,50 @@ _PROVIDER_AGGREGATES = sa.table('resource_provider_aggregates',
                                 sa.column('aggregate_id'))
 
 
+def read_generations(connection: Any) -> dict[int, int]:
+    """``{resource_providers.id: generation}`` of the root providers: one
+    query.  Placement bumps a provider's generation whenever its
+    inventories, allocations, traits or aggregates change, so this tells
+    which providers a refresh must read again."""
+    return dict(connection.execute(
+        sa.select(_PROVIDERS.c.id, _PROVIDERS.c.generation)
+        .where(_PROVIDERS.c.parent_provider_id.is_(None))).all())
+
+
+def has_nested(connection: Any) -> bool:
+    """Whether any provider has a parent (nested trees: NUMA, PCI,
+    VGPU or bandwidth providers under a compute node)."""
+    return bool(connection.execute(sa.select(sa.exists().where(
+        _PROVIDERS.c.parent_provider_id.is_not(None)))).scalar())
+
+
 def read_providers(connection: Any) -> list[Provider]:
     """The root providers of the Placement database on ``connection``
     (a SQLAlchemy Connection), in ``resource_providers.id`` order."""
+    return list(providers_by_id(connection).values())
+
+
+def providers_by_id(connection: Any, ids: Collection[int] | None = None
+                    ) -> dict[int, Provider]:
+    """The root providers by ``resource_providers.id``, in id order;
+    with ``ids``, only those (five queries either way)."""
+    def only(column):
+        return (sa.true() if ids is None
+                else column.in_(sa.bindparam('ids', expanding=True)))
+
+    params = {} if ids is None else {'ids': sorted(ids)}
     roots = connection.execute(
         sa.select(_PROVIDERS.c.id, _PROVIDERS.c.uuid, _PROVIDERS.c.name)
-        .where(_PROVIDERS.c.parent_provider_id.is_(None))
-        .order_by(_PROVIDERS.c.id)).all()
+        .where(_PROVIDERS.c.parent_provider_id.is_(None),
+               only(_PROVIDERS.c.id))
+        .order_by(_PROVIDERS.c.id), params).all()
     inventories: dict[int, dict[str, Inventory]] = collections.defaultdict(
         dict)
     for row in connection.execute(
             sa.select(_INVENTORIES, _CLASSES.c.name).join(
                 _CLASSES,
-                _CLASSES.c.id == _INVENTORIES.c.resource_class_id)):
+                _CLASSES.c.id == _INVENTORIES.c.resource_class_id)
+            .where(only(_INVENTORIES.c.resource_provider_id)), params):
         inventories[row.resource_provider_id][row.name] = Inventory(
             total=row.total, reserved=row.reserved, min_unit=row.min_unit,
             max_unit=row.max_unit, step_size=row.step_size,
@@ -69,28 +102,33 @@ def read_providers(connection: Any) -> list[Provider]:
                       sa.func.sum(_ALLOCATIONS.c.used))
             .join(_CLASSES,
                   _CLASSES.c.id == _ALLOCATIONS.c.resource_class_id)
+            .where(only(_ALLOCATIONS.c.resource_provider_id))
             .group_by(_ALLOCATIONS.c.resource_provider_id,
-                      _CLASSES.c.name)):
+                      _CLASSES.c.name), params):
         usages[rp_id][rc] = int(used)
     traits = _names(connection, _PROVIDER_TRAITS.c.resource_provider_id,
                     _TRAITS.c.name, _PROVIDER_TRAITS.join(
-                        _TRAITS, _TRAITS.c.id == _PROVIDER_TRAITS.c.trait_id))
+                        _TRAITS, _TRAITS.c.id == _PROVIDER_TRAITS.c.trait_id),
+                    only, params)
     aggregates = _names(
         connection, _PROVIDER_AGGREGATES.c.resource_provider_id,
         _AGGREGATES.c.uuid, _PROVIDER_AGGREGATES.join(
             _AGGREGATES,
-            _AGGREGATES.c.id == _PROVIDER_AGGREGATES.c.aggregate_id))
-    return [Provider(uuid=uuid, name=name, inventories=inventories[rp_id],
-                     usages=usages[rp_id],
-                     traits=frozenset(traits[rp_id]),
-                     aggregates=frozenset(aggregates[rp_id]))
-            for rp_id, uuid, name in roots]
+            _AGGREGATES.c.id == _PROVIDER_AGGREGATES.c.aggregate_id),
+        only, params)
+    return {rp_id: Provider(uuid=uuid, name=name,
+                            inventories=inventories[rp_id],
+                            usages=usages[rp_id],
+                            traits=frozenset(traits[rp_id]),
+                            aggregates=frozenset(aggregates[rp_id]))
+            for rp_id, uuid, name in roots}
 
 
-def _names(connection: Any, key: Any, name: Any, joined: Any
-           ) -> dict[int, set[str]]:
+def _names(connection: Any, key: Any, name: Any, joined: Any,
+           only: Any, params: dict[str, Any]) -> dict[int, set[str]]:
     found: dict[int, set[str]] = collections.defaultdict(set)
     for rp_id, value in connection.execute(
-            sa.select(key, name).select_from(joined)):
+            sa.select(key, name).select_from(joined).where(only(key)),
+            params):
         found[rp_id].add(value)
     return found

@@ -1,0 +1,71 @@
+"""``[placement]`` and ``[placement_database]``: the Placement mode.
+
+``[placement]`` holds keystoneauth1's session, auth and adapter options,
+registered as Nova registers them (``service_type = placement``, the
+``internal`` then ``public`` interface): with a test Placement in
+``noauth2``, ``auth_type = admin_token``, ``token = admin`` and
+``endpoint_override = http://127.0.0.1:PORT``.  The claims go through
+this API.  ``[placement_database] connection`` (our own option) is
+Placement's database, which the service reads, read-only, to keep its
+in-memory view of the resource providers (see ``docs/placement.rst``).
+Both are used only with ``[scheduler] use_placement``.
+"""
+
+from keystoneauth1 import loading as ks_loading
+from oslo_config import cfg
+
+placement_group = cfg.OptGroup(
+    name='placement', title='Placement service options',
+    help='How to reach the Placement API, which holds the claims in '
+         'Placement mode (``[scheduler] use_placement``): keystoneauth1\'s '
+         'session, auth and adapter options, as in Nova.')
+
+placement_database_group = cfg.OptGroup(
+    name='placement_database', title='Placement database (read-only)',
+    help='Placement\'s own database, read (never written) in Placement '
+         'mode for the view of the resource providers (our own group).')
+
+placement_database_opts = [
+    cfg.StrOpt('connection', secret=True,
+               help='SQLAlchemy URL of Placement\'s database (the '
+                    '``[placement_database] connection`` of Placement '
+                    'itself).  Required with ``[scheduler] '
+                    'use_placement``: the resource providers, inventories, '
+                    'usages, traits and aggregates are read from it, only '
+                    'the providers whose generation changed at each '
+                    'refresh.'),
+]
+
+DEFAULT_SERVICE_TYPE = 'placement'
+
+
+def _adapter_opts():
+    return ks_loading.get_adapter_conf_options(include_deprecated=False)
+
+
+def register_opts(conf):
+    conf.register_group(placement_group)
+    ks_loading.register_session_conf_options(conf, placement_group.name)
+    ks_loading.register_auth_conf_options(conf, placement_group.name)
+    ks_loading.register_adapter_conf_options(conf, placement_group.name,
+                                             include_deprecated=False)
+    conf.set_default('service_type', DEFAULT_SERVICE_TYPE,
+                     group=placement_group.name)
+    conf.set_default('valid_interfaces', ['internal', 'public'],
+                     group=placement_group.name)
+    conf.register_group(placement_database_group)
+    conf.register_opts(placement_database_opts,
+                       group=placement_database_group)
+
+
+def list_opts():
+    auth_opts = ks_loading.get_auth_common_conf_options()
+    plugin_opts = ks_loading.get_auth_plugin_conf_options('password')
+    return {
+        placement_group: (
+            ks_loading.get_session_conf_options() + auth_opts +
+            [opt for opt in plugin_opts
+             if opt.dest not in {o.dest for o in auth_opts}] +
+            _adapter_opts()),
+        placement_database_group: placement_database_opts,
+    }

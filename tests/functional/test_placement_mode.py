@@ -1,0 +1,189 @@
+"""The Placement mode against a real Placement: candidates, claims and
+Selections.
+
+The scheduler's own database (standalone schema, SQLite) holds the
+compute nodes and services; the session's Placement (openstack-placement
+under gunicorn, on PostgreSQL) holds their resource providers, written as
+nova-compute writes them, under the nodes' uuids.  The driver runs in
+process with ``[scheduler] use_placement``; its claims are read back
+from Placement itself.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+
+import fakes
+import pytest
+from keystoneauth1 import loading as ks_loading
+from placement_api import ComputeProvider
+from placement_api import PlacementAPI
+
+from scheduler import exception
+from scheduler.conf import CONF
+from scheduler.drivers import filter_scheduler
+from scheduler_tools import seed
+
+PROJECT = 'project-placement-mode'
+USER = 'user-placement-mode'
+
+
+@pytest.fixture
+def placement_conf(placement_server, conf):
+    """``[scheduler] use_placement`` on the session's Placement (noauth2
+    through ``auth_type = admin_token``)."""
+    CONF.register_opts(ks_loading.get_auth_plugin_conf_options(
+        'admin_token'), group='placement')
+    conf.set_override('use_placement', True, 'scheduler')
+    conf.set_override('auth_type', 'admin_token', 'placement')
+    conf.set_override('endpoint', placement_server.url, 'placement')
+    conf.set_override('token', 'admin', 'placement')
+    conf.set_override('connection', placement_server.database_url,
+                      'placement_database')
+    conf.set_override('host_subset_size', 1, 'filter_scheduler')
+    return conf
+
+
+@pytest.fixture
+def api(placement_server):
+    return PlacementAPI(placement_server.url)
+
+
+@pytest.fixture
+def fleet(tmp_path, api, placement_conf):
+    """``fleet(*providers)``: compute nodes in the scheduler's database
+    and their providers in Placement (same uuid, name = node); returns
+    the admin context."""
+    ctx = seed.use_database('sqlite:///%s' % (tmp_path / 'own.sqlite'))
+
+    def make(*providers):
+        for provider in providers:
+            seed.add_compute(ctx, provider.name, uuid=provider.uuid,
+                             vcpus=provider.vcpus,
+                             memory_mb=provider.memory_mb,
+                             local_gb=provider.disk_gb)
+            api.add_compute(provider)
+        return ctx
+    return make
+
+
+def _node(name, **fields):
+    """A provider named ``name`` plus a random suffix (the session's
+    Placement is shared)."""
+    fields.setdefault('memory_mb', 4096)
+    fields.setdefault('reserved_host_memory_mb', 0)
+    fields.setdefault('ram_allocation_ratio', 1.0)
+    return ComputeProvider(name='%s-%s' % (name, uuid.uuid4().hex[:8]),
+                           **fields)
+
+
+def _spec(**kwargs):
+    kwargs.setdefault('project_id', PROJECT)
+    kwargs.setdefault('user_id', USER)
+    return fakes.fake_spec(**kwargs)
+
+
+def _select(driver, ctx, spec, num=1, alternates=False):
+    uuids = [str(uuid.uuid4()) for _ in range(num)]
+    spec.num_instances = num
+    return uuids, driver.select_destinations(ctx, spec, uuids, alternates)
+
+
+def _allocated(api, instance_uuid):
+    return {rp: alloc['resources'] for rp, alloc
+            in api.allocations(instance_uuid)['allocations'].items()}
+
+
+def test_one_then_three_instances_are_claimed_in_placement(fleet, api):
+    nodes = [_node('pm-a'), _node('pm-b'), _node('pm-c'), _node('pm-d')]
+    ctx = fleet(*nodes)
+    by_uuid = {node.uuid: node for node in nodes}
+    driver = filter_scheduler.FilterScheduler(ctx)
+
+    (one,), [[selection]] = _select(
+        driver, ctx, _spec(memory_mb=1024, vcpus=2, root_gb=10))
+    assert selection.compute_node_uuid in by_uuid
+    assert _allocated(api, one) == {selection.compute_node_uuid: {
+        'VCPU': 2, 'MEMORY_MB': 1024, 'DISK_GB': 10}}
+    assert selection.allocation_request_version == '1.36'
+    assert json.loads(selection.allocation_request) == {
+        'allocations': {selection.compute_node_uuid: {'resources': {
+            'VCPU': 2, 'MEMORY_MB': 1024, 'DISK_GB': 10}}},
+        'mappings': {'': [selection.compute_node_uuid]}}
+
+    three, lists = _select(driver, ctx, _spec(memory_mb=2048), num=3,
+                           alternates=True)
+    assert len(lists) == 3
+    for instance_uuid, picks in zip(three, lists, strict=True):
+        chosen = picks[0].compute_node_uuid
+        assert _allocated(api, instance_uuid) == {chosen: {
+            'VCPU': 1, 'MEMORY_MB': 2048, 'DISK_GB': 1}}
+        for pick in picks:
+            request = json.loads(pick.allocation_request)
+            assert list(request['allocations']) == [pick.compute_node_uuid]
+    # Placement's usages are what was claimed: never over a node's RAM.
+    for node in nodes:
+        assert api.usages(node.uuid).get('MEMORY_MB', 0) <= node.memory_mb
+
+
+def test_a_trait_a_custom_resource_and_boot_from_volume(fleet, api):
+    plain = _node('pm-plain', disk_gb=20, custom=(('CUSTOM_PM_X', 1),))
+    fast = _node('pm-fast', disk_gb=20,
+                 traits=('COMPUTE_NET_ATTACH_INTERFACE', 'CUSTOM_PM_FAST'))
+    ctx = fleet(plain, fast)
+    driver = filter_scheduler.FilterScheduler(ctx)
+
+    _, [[picked]] = _select(driver, ctx, _spec(
+        extra_specs={'trait:CUSTOM_PM_FAST': 'required'}))
+    assert picked.compute_node_uuid == fast.uuid
+
+    (custom,), [[picked]] = _select(driver, ctx, _spec(
+        extra_specs={'resources:CUSTOM_PM_X': '1'}))
+    assert picked.compute_node_uuid == plain.uuid
+    assert _allocated(api, custom)[plain.uuid]['CUSTOM_PM_X'] == 1
+    # Its one unit is taken: a second one has nowhere to go.
+    with pytest.raises(exception.NoValidHost):
+        _select(driver, ctx, _spec(
+            extra_specs={'resources:CUSTOM_PM_X': '1'}))
+
+    # A 500 GiB root disk fits nowhere, unless it is a volume.
+    with pytest.raises(exception.NoValidHost):
+        _select(driver, ctx, _spec(root_gb=500))
+    (bfv,), [[picked]] = _select(driver, ctx, _spec(root_gb=500,
+                                                    is_bfv=True))
+    assert 'DISK_GB' not in _allocated(api, bfv)[picked.compute_node_uuid]
+
+
+def test_a_burst_places_exactly_the_room_there_is(fleet, api):
+    """Two drivers (two services' views), two threads each, boot 1 GiB
+    instances on three 3 GiB nodes until NoValidHost: exactly nine are
+    placed, and Placement never holds more than a node's RAM."""
+    nodes = [_node('pm-burst', memory_mb=3072) for _ in range(3)]
+    ctx = fleet(*nodes)
+    drivers = [filter_scheduler.FilterScheduler(ctx) for _ in range(2)]
+    placed, refused, errors = [], [], []
+
+    def boot(driver):
+        while True:
+            try:
+                uuids, _ = _select(driver, ctx, _spec(memory_mb=1024))
+            except exception.NoValidHost:
+                refused.append(1)
+                return
+            except Exception as exc:     # reported below
+                errors.append(exc)
+                return
+            placed.extend(uuids)
+
+    threads = [threading.Thread(target=boot, args=(driver,))
+               for driver in drivers for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not errors
+    assert len(placed) == 9
+    assert sorted(api.usages(node.uuid)['MEMORY_MB']
+                  for node in nodes) == [3072] * 3
