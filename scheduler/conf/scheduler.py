@@ -124,6 +124,31 @@ scheduler_opts = [
                     'cloud choose among that many random hosts.  Accepted '
                     'for compatibility; the candidates are computed in '
                     'memory over every provider, so no host is cut.'),
+    cfg.BoolOpt('limit_tenants_to_placement_aggregate', default=False,
+                help='Placement mode: restrict a project to the aggregates '
+                     'whose ``filter_tenant_id`` metadata key (or '
+                     '``filter_tenant_id<N>``) names it, through '
+                     '``member_of`` (Nova\'s option, since Rocky).'),
+    cfg.BoolOpt('placement_aggregate_required_for_tenants', default=False,
+                help='With ``limit_tenants_to_placement_aggregate``, fail '
+                     'the request (NoValidHost) of a project no aggregate '
+                     'names, instead of placing it anywhere (Nova\'s '
+                     'option).'),
+    cfg.BoolOpt('query_placement_for_image_type_support', default=False,
+                help='Placement mode: require the trait '
+                     '``COMPUTE_IMAGE_TYPE_<disk_format>`` on the compute '
+                     'node of an instance that does not boot from volume '
+                     '(Nova\'s option, since Train).'),
+    cfg.BoolOpt('enable_isolated_aggregate_filtering', default=False,
+                help='Placement mode: keep instances out of an aggregate '
+                     'with ``trait:<TRAIT>=required`` metadata unless their '
+                     'flavor or image requires that trait (Nova\'s option, '
+                     'since Train).'),
+    cfg.BoolOpt('image_metadata_prefilter', default=False,
+                help='Placement mode: turn the image\'s bus, video, VIF, '
+                     'architecture and vIOMMU properties into required '
+                     'traits of the compute node (Nova\'s option, since '
+                     'Ussuri).'),
     cfg.BoolOpt('claim_resources', default=True,
                 help='Claim the chosen node\'s vCPUs, RAM and disk in the '
                      'database before returning it, so that several '

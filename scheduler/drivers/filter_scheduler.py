@@ -161,8 +161,9 @@ class FilterScheduler(base.Scheduler):
         states = self.host_manager.get_all_host_states(context)
         if self.placement is not None and not _rebuild(spec_obj):
             self.placement.refresh()
-            self.placement.select(spec_obj, functools.partial(
-                _find_nodes, states))
+            self.placement.select(
+                spec_obj, functools.partial(_find_nodes, states),
+                self.host_manager.aggs_by_id.values())
         return states
 
     def _place(self, context, spec_obj, uuids, return_alternates,

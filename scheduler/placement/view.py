@@ -10,14 +10,16 @@ allocations, traits or aggregates, our own claims included.  The first
 
 ``select(spec_obj, find_nodes)`` computes the allocation candidates of a
 request, as Nova's scheduler asks Placement for them (``GET
-/allocation_candidates``, the query of ``scheduler.placement.request``,
+/allocation_candidates``, the query of ``scheduler.placement.request``
+after Nova's request filters, ``scheduler.placement.request_filters``,
 with no ``limit``: every host is considered):
 
-* a request of one group (no numbered groups, no root traits, no
-  ``same_subtree``) over flat providers (no nested provider, no
-  sharing provider) is answered in memory (``ProviderTable``); each
-  instance of the request is then checked again after the earlier ones
-  consumed (``consume``), as their claims will;
+* a request of one group (no numbered groups, no ``same_subtree``;
+  root traits are the candidate's own) over flat providers (no nested
+  provider, no sharing provider) is answered in memory
+  (``ProviderTable``); each instance of the request is then checked
+  again after the earlier ones consumed (``consume``), as their claims
+  will;
 * any other request (granular groups, port or accelerator groups), and
   every request of a deployment with nested or sharing providers, is
   asked from Placement's API itself until the in-memory candidates
@@ -41,11 +43,13 @@ import numpy as np
 from oslo_log import log as logging
 
 from scheduler import exception
+from scheduler.conf import CONF
 from scheduler.db.nova import cells
 from scheduler.placement import candidates as candidates_lib
 from scheduler.placement import client as client_lib
 from scheduler.placement import database
 from scheduler.placement import request as request_lib
+from scheduler.placement import request_filters
 
 LOG = logging.getLogger(__name__)
 
@@ -132,14 +136,17 @@ class PlacementView:
 
     # -- one request --------------------------------------------------------
 
-    def select(self, spec_obj: Any, find_nodes: request_lib.NodeFinder
-               ) -> Candidates:
-        """Compute the candidates of ``spec_obj`` (see the module) and
-        keep them as ``current`` for ``passes``, ``consume`` and
+    def select(self, spec_obj: Any, find_nodes: request_lib.NodeFinder,
+               aggregates: Iterable[Any] = ()) -> Candidates:
+        """Compute the candidates of ``spec_obj`` (see the module), after
+        Nova's request filters over the host ``aggregates``
+        (``scheduler.placement.request_filters``), and keep them as
+        ``current`` for ``passes``, ``consume`` and
         ``allocation_request``.  Raises NoValidHost when a requested
-        host or node names no compute node, InvalidRequestSpec for a
-        request Nova refuses to translate."""
+        host or node names no compute node or a request filter fails,
+        InvalidRequestSpec for a request Nova refuses to translate."""
         query = request_lib.for_scheduling(spec_obj, None, find_nodes)
+        request_filters.apply(query, spec_obj, aggregates, CONF)
         self._table()
         if not self.flat or _needs_placement(query):
             self.current = Candidates(requests=_by_root(
@@ -210,22 +217,26 @@ class PlacementView:
 
 def _needs_placement(query: request_lib.ResourceRequest) -> bool:
     """Whether the in-memory candidates do not cover ``query`` yet:
-    numbered groups, root traits, ``same_subtree``."""
-    return bool(set(query.groups) - {None} or query.root_required or
-                query.root_forbidden or query.same_subtree)
+    numbered groups, ``same_subtree``."""
+    return bool(set(query.groups) - {None} or query.same_subtree)
 
 
 def _single_group(query: request_lib.ResourceRequest
                   ) -> candidates_lib.RequestGroup | None:
-    """The RequestGroup of a one-group query; None for a query Placement
-    refuses (400: nothing asked, traits both required and forbidden),
-    which has no candidate."""
+    """The RequestGroup of a one-group query, its root traits joined to
+    its own (over root providers the root is the candidate); None for a
+    query Placement refuses (400: nothing asked, traits both required
+    and forbidden), which has no candidate."""
     group = query.groups.get(None)
     if group is None:
         return None
     params: dict[str, list[str]] = {}
     for name, value in group.query_params():
         params.setdefault(name, []).append(value)
+    root_traits = sorted(query.root_required) + [
+        '!' + trait for trait in sorted(query.root_forbidden)]
+    if root_traits:
+        params.setdefault('required', []).append(','.join(root_traits))
     try:
         return candidates_lib.RequestGroup.from_query(params)
     except ValueError as exc:

@@ -184,6 +184,55 @@ def test_a_burst_places_exactly_the_room_there_is(fleet, api):
     for thread in threads:
         thread.join(60)
     assert not errors
-    assert len(placed) == 9
+    assert len(placed) == 9, (
+        [api.usages(node.uuid) for node in nodes],
+        [(uuid_, api.allocations(uuid_)) for uuid_ in placed])
     assert sorted(api.usages(node.uuid)['MEMORY_MB']
                   for node in nodes) == [3072] * 3
+
+
+def _in_aggregate(api, provider, aggregate_uuid):
+    """Put ``provider`` in Placement aggregate ``aggregate_uuid``, as
+    nova-api mirrors a host aggregate (same uuid)."""
+    path = '/resource_providers/%s/aggregates' % provider.uuid
+    api._json('PUT', path, json={
+        'resource_provider_generation':
+            api.provider(provider.uuid)['generation'],
+        'aggregates': [aggregate_uuid]})
+
+
+def _disable(api, provider):
+    """Add ``COMPUTE_STATUS_DISABLED``, as nova-compute does when its
+    service is disabled."""
+    path = '/resource_providers/%s/traits' % provider.uuid
+    current = api._json('GET', path)
+    api._json('PUT', path, json={
+        'resource_provider_generation':
+            current['resource_provider_generation'],
+        'traits': current['traits'] + ['COMPUTE_STATUS_DISABLED']})
+
+
+def test_request_filters_availability_zone_and_disabled_computes(
+        fleet, api, conf):
+    """Nova's always-on request filters: the zone's aggregates become
+    ``member_of``, and a provider with COMPUTE_STATUS_DISABLED is never
+    a candidate.  The RAM weigher prefers the big node, and the only
+    enabled filter is the ComputeFilter (as Nova 34 has no
+    AvailabilityZoneFilter), so each rule has to be what keeps it
+    away."""
+    conf.set_override('enabled_filters', ['ComputeFilter'],
+                      'filter_scheduler')
+    small, big = _node('pm-az-small'), _node('pm-az-big', memory_mb=16384)
+    ctx = fleet(small, big)
+    zone = seed.add_aggregate(ctx, 'pm-az1', [small.name],
+                              {'availability_zone': 'pm-az1'})
+    _in_aggregate(api, small, zone['uuid'])
+    driver = filter_scheduler.FilterScheduler(ctx)
+    _, [[picked]] = _select(driver, ctx, _spec())
+    assert picked.compute_node_uuid == big.uuid
+    _, [[picked]] = _select(driver, ctx, _spec(availability_zone='pm-az1'))
+    assert picked.compute_node_uuid == small.uuid
+
+    _disable(api, big)
+    _, [[picked]] = _select(driver, ctx, _spec())
+    assert picked.compute_node_uuid == small.uuid
