@@ -95,6 +95,49 @@ class PlacementAPI:
                    json={'resource_provider_generation': generation,
                          'traits': list(node.traits)})
 
+    def add_child(self, parent_uuid: str, name: str, inventories: dict,
+                  traits: tuple[str, ...] = ()) -> str:
+        """Create a child provider of ``parent_uuid`` (as Neutron creates
+        a port's bandwidth provider under the compute node's, or
+        nova-compute a VGPU one) with ``inventories`` ({resource class:
+        total}, ratio 1) and ``traits`` (custom ones created first);
+        returns its uuid."""
+        child = str(uuid_lib.uuid4())
+        self._call('POST', '/resource_providers', (200, 201), json={
+            'uuid': child, 'name': name,
+            'parent_provider_uuid': parent_uuid})
+        self.ensure([t for t in traits if t.startswith('CUSTOM_')],
+                    [rc for rc in inventories if rc.startswith('CUSTOM_')])
+        path = '/resource_providers/%s' % child
+        generation = self._json('PUT', path + '/inventories', json={
+            'resource_provider_generation': 0,
+            'inventories': {rc: {'total': total, 'max_unit': total}
+                            for rc, total in inventories.items()},
+        })['resource_provider_generation']
+        self._json('PUT', path + '/traits', json={
+            'resource_provider_generation': generation,
+            'traits': list(traits)})
+        return child
+
+    def in_aggregate(self, rp_uuid: str, aggregate_uuid: str) -> None:
+        """Put a provider in aggregate ``aggregate_uuid`` (as nova-api
+        mirrors a host aggregate, by the same uuid)."""
+        path = '/resource_providers/%s/aggregates' % rp_uuid
+        self._json('PUT', path, json={
+            'resource_provider_generation':
+                self.provider(rp_uuid)['generation'],
+            'aggregates': [aggregate_uuid]})
+
+    def add_traits(self, rp_uuid: str, *traits: str) -> None:
+        """Add ``traits`` to a provider's (as nova-compute adds
+        COMPUTE_STATUS_DISABLED when its service is disabled)."""
+        path = '/resource_providers/%s/traits' % rp_uuid
+        current = self._json('GET', path)
+        self._json('PUT', path, json={
+            'resource_provider_generation':
+                current['resource_provider_generation'],
+            'traits': sorted(set(current['traits']) | set(traits))})
+
     def add_provider(self, provider) -> None:
         """Write a ``scheduler.placement.candidates.Provider``: the
         provider, its custom resource classes and traits, inventories,

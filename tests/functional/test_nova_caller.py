@@ -51,13 +51,13 @@ class NovaDriver:
     """The driver process: ``request(op, **args)`` returns its answer,
     ``{'ok': result}`` or ``{'error': {...}}``, within ANSWER_TIMEOUT."""
 
-    def __init__(self, venv, transport_url, log_path):
+    def __init__(self, venv, transport_url, log_path, placement_url=None):
         self._log = open(log_path, 'w')
         env = {key: value for key, value in os.environ.items()
                if not key.startswith('PYTHON')}
         self._process = subprocess.Popen(
             [os.path.join(venv, 'bin', 'python'), '-I', DRIVER,
-             transport_url],
+             transport_url] + ([placement_url] if placement_url else []),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self._log, text=True, env=env,
             cwd=os.path.dirname(log_path))

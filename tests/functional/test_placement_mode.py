@@ -191,27 +191,6 @@ def test_a_burst_places_exactly_the_room_there_is(fleet, api):
                   for node in nodes) == [3072] * 3
 
 
-def _in_aggregate(api, provider, aggregate_uuid):
-    """Put ``provider`` in Placement aggregate ``aggregate_uuid``, as
-    nova-api mirrors a host aggregate (same uuid)."""
-    path = '/resource_providers/%s/aggregates' % provider.uuid
-    api._json('PUT', path, json={
-        'resource_provider_generation':
-            api.provider(provider.uuid)['generation'],
-        'aggregates': [aggregate_uuid]})
-
-
-def _disable(api, provider):
-    """Add ``COMPUTE_STATUS_DISABLED``, as nova-compute does when its
-    service is disabled."""
-    path = '/resource_providers/%s/traits' % provider.uuid
-    current = api._json('GET', path)
-    api._json('PUT', path, json={
-        'resource_provider_generation':
-            current['resource_provider_generation'],
-        'traits': current['traits'] + ['COMPUTE_STATUS_DISABLED']})
-
-
 def test_request_filters_availability_zone_and_disabled_computes(
         fleet, api, conf):
     """Nova's always-on request filters: the zone's aggregates become
@@ -226,13 +205,13 @@ def test_request_filters_availability_zone_and_disabled_computes(
     ctx = fleet(small, big)
     zone = seed.add_aggregate(ctx, 'pm-az1', [small.name],
                               {'availability_zone': 'pm-az1'})
-    _in_aggregate(api, small, zone['uuid'])
+    api.in_aggregate(small.uuid, zone['uuid'])
     driver = filter_scheduler.FilterScheduler(ctx)
     _, [[picked]] = _select(driver, ctx, _spec())
     assert picked.compute_node_uuid == big.uuid
     _, [[picked]] = _select(driver, ctx, _spec(availability_zone='pm-az1'))
     assert picked.compute_node_uuid == small.uuid
 
-    _disable(api, big)
+    api.add_traits(big.uuid, 'COMPUTE_STATUS_DISABLED')
     _, [[picked]] = _select(driver, ctx, _spec())
     assert picked.compute_node_uuid == small.uuid

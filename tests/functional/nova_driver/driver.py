@@ -4,8 +4,10 @@ Run with the python of a virtualenv holding Nova (``nova==34.0.0``), never
 with this repository on ``sys.path``: it imports Nova only, so that what
 reaches the service is exactly what Nova sends.
 
-Usage: ``python driver.py TRANSPORT_URL`` (it writes ``nova.conf`` in
-the working directory).  It reads one JSON request per
+Usage: ``python driver.py TRANSPORT_URL [PLACEMENT_URL]`` (it writes
+``nova.conf`` in the working directory; with a Placement URL, its
+``[placement]`` section reaches that ``noauth2`` Placement through
+``auth_type = admin_token``).  It reads one JSON request per
 line on stdin and writes one JSON answer per line on stdout (logs go to
 stderr).  A request is ``{"op": ..., ...}``:
 
@@ -22,6 +24,15 @@ stderr).  A request is ``{"op": ..., ...}``:
             and InstanceList objects.
 ``update_aggregates`` / ``delete_aggregate``  the API side's casts, with
             Nova's Aggregate objects.
+``boot``  as ``select``, at RPC 4.5 with objects and alternates, and
+            returns the instance uuids with the Selections and, after
+            Nova's ``fill_provider_mapping`` on the first instance's
+            chosen host, each request group's provider uuids; with
+            ``claim_alternate``, Nova's conductor's reschedule steps on the
+            first alternate of the first instance: ``claim_resources``
+            with its allocation request (for a new consumer), then
+            ``fill_provider_mapping``, returning the claim's outcome and
+            each request group's provider uuids.
 ``version``  Nova's version string.
 
 An answer is ``{"ok": result}`` or ``{"error": {...}}`` describing the
@@ -41,8 +52,11 @@ from nova import exception as nova_exception
 from nova import objects
 from nova import rpc
 from nova import version as nova_version
+from nova.scheduler import utils as scheduler_utils
 from nova.scheduler.client import query
+from nova.scheduler.client import report
 from nova.virt import hardware
+from oslo_serialization import jsonutils
 
 CONF = nova.conf.CONF
 # The nova.exception classes Nova's conductor and API catch around the
@@ -55,7 +69,7 @@ TIMEOUT = 30
 _CLIENTS = {}
 
 
-def setup(transport_url):
+def setup(transport_url, placement_url=None):
     """Nova's start-up: a config file (in the working directory), the
     ``nova`` exchange, the RPC transport, the objects."""
     with open('nova.conf', 'w') as conf:
@@ -64,6 +78,9 @@ def setup(transport_url):
                    '[oslo_messaging_rabbit]\n'
                    'heartbeat_timeout_threshold = 0\n'
                    % (transport_url, TIMEOUT, TIMEOUT))
+        if placement_url:
+            conf.write('[placement]\nauth_type = admin_token\n'
+                       'endpoint = %s\ntoken = admin\n' % placement_url)
     rpc.set_defaults(control_exchange='nova')
     CONF(['--config-file', 'nova.conf'], project='nova',
          default_config_files=[], default_config_dirs=[])
@@ -233,6 +250,32 @@ def op_select(ctxt, request):
     return result
 
 
+def op_boot(ctxt, request):
+    req = request_spec(ctxt, request.get('spec', {}))
+    uuids = [str(uuid.uuid4()) for _ in range(req.num_instances)]
+    result = client(None).select_destinations(ctxt, req, uuids, True, True)
+    scheduler_utils.fill_provider_mapping(req, result[0][0])
+    answer = {'instance_uuids': uuids,
+              'selections': [[selection(sel) for sel in picks]
+                             for picks in result],
+              'mappings': {group.requester_id: group.provider_uuids
+                           for group in req.requested_resources}}
+    if request.get('claim_alternate'):
+        alternate = result[0][1]
+        consumer = str(uuid.uuid4())
+        claimed = scheduler_utils.claim_resources(
+            ctxt, report.report_client_singleton(), req, consumer,
+            jsonutils.loads(alternate.allocation_request),
+            alternate.allocation_request_version)
+        scheduler_utils.fill_provider_mapping(req, alternate)
+        answer['alternate'] = {
+            'consumer': consumer, 'claimed': claimed,
+            'compute_node_uuid': alternate.compute_node_uuid,
+            'mappings': {group.requester_id: group.provider_uuids
+                         for group in req.requested_resources}}
+    return answer
+
+
 def op_select_raw(ctxt, request):
     req = request_spec(ctxt, request.get('spec', {}))
     primitive = req.obj_to_primitive()
@@ -288,7 +331,7 @@ def answer(request):
 
 
 def main():
-    setup(sys.argv[1])
+    setup(*sys.argv[1:3])
     print(json.dumps({'ok': 'ready'}), flush=True)
     for line in sys.stdin:
         if line.strip():
