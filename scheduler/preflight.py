@@ -12,11 +12,16 @@ and are forked again and again:
 * on the standalone schema, that it is at the revision this release
   needs (else: run ``scheduler-manage db sync``);
 * the names of the driver, the enabled filters and the weighers, and
-  the filters' and weighers' own checks when they are made.
+  the filters' and weighers' own checks when they are made;
+* in Placement mode (``[scheduler] use_placement``): the filter
+  scheduler, Placement's database readable through
+  ``[placement_database] connection``, and the Placement API answering
+  through the ``[placement]`` options.
 """
 
 from __future__ import annotations
 
+from keystoneauth1 import exceptions as ks_exc
 from oslo_config import cfg
 from oslo_db import exception as db_exc
 from sqlalchemy import exc as sa_exc
@@ -32,11 +37,14 @@ from scheduler.db import migration
 from scheduler.db import source as db_source
 from scheduler.db.nova import cells
 from scheduler.engine import pipeline
+from scheduler.placement import client as placement_client
+from scheduler.placement import database as placement_database
 
 
 def problem() -> str | None:
     """The one-line reason the service cannot start, or None."""
-    return connection_problem() or plugin_problem() or database_problem()
+    return (connection_problem() or plugin_problem() or database_problem()
+            or placement_problem())
 
 
 def connection_problem() -> str | None:
@@ -87,3 +95,47 @@ def plugin_problem() -> str | None:
         return '[filter_scheduler]: %s' % exc
     return None
 
+
+
+def placement_problem() -> str | None:
+    if not CONF.scheduler.use_placement:
+        return None
+    if CONF.scheduler.driver != 'filter_scheduler':
+        return ('[scheduler] use_placement needs the filter_scheduler '
+                'driver, not %r' % CONF.scheduler.driver)
+    url = CONF.placement_database.connection
+    if not url:
+        return ('[scheduler] use_placement needs [placement_database] '
+                'connection: Placement\'s database, which the scheduler '
+                'reads (never writes)')
+    return _placement_database_problem(url) or _placement_api_problem()
+
+
+def _placement_database_problem(url: str) -> str | None:
+    try:
+        engine = cells.create_engine(url, CONF)
+    except cells.CellsError as exc:
+        return '[placement_database] connection: %s' % exc
+    try:
+        with engine.connect() as connection:
+            placement_database.read_generations(connection)
+    except (db_exc.DBError, sa_exc.DBAPIError) as exc:
+        return ('[placement_database] connection (%s) cannot be read as '
+                'Placement\'s database: %s'
+                % (cells.safe_url(url), cells.first_line(exc)))
+    finally:
+        engine.dispose()
+    return None
+
+
+def _placement_api_problem() -> str | None:
+    try:
+        reply = placement_client.PlacementClient(conf=CONF).adapter.get(
+            '/', raise_exc=False)
+    except (ks_exc.ClientException, cfg.Error) as exc:
+        return 'the Placement API ([placement]) cannot be reached: %s' % (
+            cells.first_line(exc))
+    if reply.status_code != 200:
+        return ('the Placement API ([placement]) answered %d to GET /'
+                % reply.status_code)
+    return None

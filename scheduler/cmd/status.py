@@ -6,8 +6,9 @@ upgrade check`` does for Nova.
 check`` prints a table of the checks of ``scheduler.preflight``: the
 database connection is set; the driver, filter and weigher names
 resolve; the databases can be used and the schema is at this release's
-revision.  Exit status: 0 when all succeed, 2 when one fails
-(oslo.upgradecheck's codes).
+revision; in Placement mode, Placement's database and API can be used.
+Exit status: 0 when all succeed, 2 when one fails (oslo.upgradecheck's
+codes).
 """
 
 import sys
@@ -38,10 +39,18 @@ class Checks(upgradecheck.UpgradeCommands):
             return _result('not checked: no [database] connection is set')
         return _result(preflight.database_problem())
 
+    def _placement(self):
+        if not CONF.scheduler.use_placement:
+            return upgradecheck.Result(
+                upgradecheck.Code.SUCCESS,
+                'not checked: [scheduler] use_placement is off')
+        return _result(preflight.placement_problem())
+
     _upgrade_checks = (
         ('Database connection set', _connection),
         ('Driver, filters and weighers', _plugins),
         ('Databases and schema revision', _databases),
+        ('Placement mode', _placement),
     )
 
 

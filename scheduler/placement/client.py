@@ -13,7 +13,11 @@ microversion 1.36 (Nova 34's for allocation candidates and claims):
   A 409 that is a provider generation conflict
   (``placement.concurrent_update`` without "consumer generation") is a
   race inside Placement, which the caller did not lose: it is retried,
-  as Nova's report client retries it, up to ``CLAIM_RETRIES`` times;
+  as Nova's report client retries it, up to ``CLAIM_RETRIES`` times.  A
+  consumer generation conflict for a new claim means the instance holds
+  allocations already (an evacuation keeps the source host's): the
+  claim is made again on top of them with the consumer's generation, as
+  Nova's report client doubles up an evacuation's allocations;
 * ``delete_allocations``: ``DELETE /allocations/{consumer}``;
 * ``allocation_candidates``: ``GET /allocation_candidates`` itself, for
   the requests the in-memory candidates do not cover yet.
@@ -77,10 +81,10 @@ class PlacementClient:
                 'project_id': project_id, 'user_id': user_id,
                 'consumer_generation': consumer_generation}
         path = '/allocations/%s' % consumer
-        for _attempt in range(CLAIM_RETRIES + 1):
-            reply = self._request('PUT', path, json=body)
-            if reply.status_code != 409 or not _provider_race(reply):
-                break
+        reply = self._put_allocations(path, body)
+        if (reply.status_code == 409 and consumer_generation is None and
+                _consumer_race(reply)):
+            reply = self._put_doubled(path, body)
         if reply.status_code == 204:
             return True
         if reply.status_code == 409:
@@ -91,6 +95,35 @@ class PlacementClient:
         raise exception.PlacementUnavailable(
             reason='PUT %s answered %d: %s' % (path, reply.status_code,
                                                _detail(reply)))
+
+    def _put_allocations(self, path: str, body: dict[str, Any]) -> Any:
+        """PUT, retried on a provider generation conflict."""
+        for _attempt in range(CLAIM_RETRIES + 1):
+            reply = self._request('PUT', path, json=body)
+            if reply.status_code != 409 or not _provider_race(reply):
+                break
+        return reply
+
+    def _put_doubled(self, path: str, body: dict[str, Any]) -> Any:
+        """The consumer has allocations already (an evacuated instance
+        keeps its source host's): claim the destination's on top of them,
+        with the consumer's generation, as Nova's report client does for
+        an evacuation (providers the consumer already uses keep their
+        allocation)."""
+        reply = self._request('GET', path)
+        if reply.status_code != 200:
+            raise exception.PlacementUnavailable(
+                reason='GET %s answered %d: %s' % (
+                    path, reply.status_code, _detail(reply)))
+        current = reply.json()
+        held = {rp: {'resources': allocation['resources']}
+                for rp, allocation in current['allocations'].items()}
+        doubled = dict(body, consumer_generation=current.get(
+            'consumer_generation'), allocations={
+                **{rp: allocation for rp, allocation
+                   in body['allocations'].items() if rp not in held},
+                **held})
+        return self._put_allocations(path, doubled)
 
     def allocation_candidates(self, querystring: str) -> dict[str, Any]:
         """Placement's answer to ``GET /allocation_candidates?`` +
@@ -129,6 +162,14 @@ def _error(reply: Any) -> dict[str, Any]:
     except (ValueError, AttributeError):
         return {}
     return errors[0] if errors and isinstance(errors[0], dict) else {}
+
+
+def _consumer_race(reply: Any) -> bool:
+    """Whether a 409 is a consumer generation conflict (the consumer
+    has allocations, or changed)."""
+    error = _error(reply)
+    return (error.get('code') == CONCURRENT_UPDATE and
+            'consumer generation' in (error.get('detail') or ''))
 
 
 def _provider_race(reply: Any) -> bool:

@@ -215,3 +215,22 @@ def test_request_filters_availability_zone_and_disabled_computes(
     api.add_traits(big.uuid, 'COMPUTE_STATUS_DISABLED')
     _, [[picked]] = _select(driver, ctx, _spec())
     assert picked.compute_node_uuid == small.uuid
+
+
+def test_an_evacuation_doubles_up_the_source_allocation(fleet, api):
+    """An evacuated instance keeps its allocation on the source host: the
+    claim on the destination is made on top of it (with the consumer's
+    generation), as Nova's report client does."""
+    source, destination = _node('pm-evac-src'), _node('pm-evac-dst')
+    ctx = fleet(source, destination)
+    instance_uuid = str(uuid.uuid4())
+    held = {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 1}
+    assert api.claim(instance_uuid, {'allocations': {
+        source.uuid: {'resources': held}}}, PROJECT, USER) == 204
+    driver = filter_scheduler.FilterScheduler(ctx)
+    spec = _spec(ignore_hosts=[source.name], instance_uuid=instance_uuid)
+    [[picked]] = driver.select_destinations(ctx, spec, [instance_uuid],
+                                            False)
+    assert picked.compute_node_uuid == destination.uuid
+    assert _allocated(api, instance_uuid) == {source.uuid: held,
+                                              destination.uuid: held}

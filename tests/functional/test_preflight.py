@@ -42,6 +42,18 @@ CASES = {
         {('database', 'connection'): 'sqlite:///{tmp}/empty.sqlite'},
         'this release needs %s: run "scheduler-manage db sync"'
         % migration.head_revision()),
+    'placement without its database': (
+        {('scheduler', 'use_placement'): 'true'},
+        'use_placement needs [placement_database] connection'),
+    'placement database not placement': (
+        {('scheduler', 'use_placement'): 'true',
+         ('placement_database', 'connection'):
+         'sqlite:///{tmp}/empty.sqlite'},
+        'cannot be read as Placement\'s database'),
+    'placement with the chance scheduler': (
+        {('scheduler', 'use_placement'): 'true',
+         ('scheduler', 'driver'): 'chance_scheduler'},
+        'use_placement needs the filter_scheduler driver'),
     'database unreachable': (
         {('database', 'connection'):
          'postgresql+psycopg2://scheduler:secret@127.0.0.1:9/scheduler'},
@@ -97,10 +109,12 @@ def test_a_configuration_that_cannot_work_stops_the_service(case, tmp_path):
 
 
 @pytest.mark.parametrize('case', ['good', 'database not synced',
-                                  'unknown driver'])
+                                  'unknown driver',
+                                  'placement database not placement'])
 def test_upgrade_check(case, tmp_path):
-    """``scheduler-status upgrade check``: 0 and three successes on a
-    good configuration; 2 and the reason otherwise."""
+    """``scheduler-status upgrade check``: 0 and four successes on a
+    good configuration (Placement mode not checked when off); 2 and the
+    reason otherwise."""
     options, expected = CASES.get(case, ({}, 'Success'))
     conf = _config(tmp_path, options)
     done = _run('scheduler.cmd.status', '--config-file', str(conf),
@@ -108,7 +122,8 @@ def test_upgrade_check(case, tmp_path):
     text = ' '.join(done.stdout.replace('|', ' ').split())
     if case == 'good':
         assert done.returncode == 0, done.stdout + done.stderr
-        assert text.count('Result: Success') == 3
+        assert text.count('Result: Success') == 4
+        assert 'use_placement is off' in text
     else:
         assert done.returncode == 2, done.stdout + done.stderr
         assert 'Result: Failure' in text
