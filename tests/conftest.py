@@ -269,6 +269,19 @@ def placement_server(postgresql_server):
         drop_database(db_url)
 
 
+@pytest.fixture(scope="module")
+def module_placement(postgresql_server):
+    """``placement_server`` for the tests of one module only, on a
+    database of its own: for tests that need to know every provider
+    Placement holds (whether any is nested changes Placement's code
+    path)."""
+    db_url = make_database(postgresql_server.url, prefix="placement")
+    try:
+        yield from _server_fixture("placement", database_url=db_url)
+    finally:
+        drop_database(db_url)
+
+
 @pytest.fixture(scope="session")
 def mysql_url(mysql_server):
     """Admin URL ``mysql+pymysql://root@127.0.0.1:PORT/`` (no database).

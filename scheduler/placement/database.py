@@ -10,13 +10,16 @@ since Stein for these): ``resource_providers``, ``inventories``,
 ``traits``, ``resource_provider_traits``, ``placement_aggregates`` and
 ``resource_provider_aggregates``.
 
-Only root providers are read for now (``parent_provider_id IS NULL``):
-``scheduler.placement.candidates`` does not handle nested providers yet.
+Only root providers are read in full (``parent_provider_id IS NULL``):
+``scheduler.placement.candidates`` computes candidates over them.  Of the
+child providers, only what they hold, all trees together, is read
+(``nested_features``), to tell which requests they cannot touch.
 """
 
 from __future__ import annotations
 
 import collections
+import dataclasses
 from collections.abc import Collection
 from typing import Any
 
@@ -58,11 +61,48 @@ def read_generations(connection: Any) -> dict[int, int]:
         .where(_PROVIDERS.c.parent_provider_id.is_(None))).all())
 
 
-def has_nested(connection: Any) -> bool:
-    """Whether any provider has a parent (nested trees: NUMA, PCI,
-    VGPU or bandwidth providers under a compute node)."""
-    return bool(connection.execute(sa.select(sa.exists().where(
-        _PROVIDERS.c.parent_provider_id.is_not(None)))).scalar())
+@dataclasses.dataclass(frozen=True)
+class NestedFeatures:
+    """What the child providers (NUMA, PCI, VGPU, bandwidth providers
+    under a compute node) hold, all trees together: the resource classes
+    of their inventories, their traits, whether any is in an
+    aggregate."""
+
+    resource_classes: frozenset[str] = frozenset()
+    traits: frozenset[str] = frozenset()
+    aggregates: bool = False
+
+
+def child_generations(connection: Any) -> dict[int, int]:
+    """``{resource_providers.id: generation}`` of the child providers
+    (those with a parent): one query."""
+    return dict(connection.execute(
+        sa.select(_PROVIDERS.c.id, _PROVIDERS.c.generation)
+        .where(_PROVIDERS.c.parent_provider_id.is_not(None))).all())
+
+
+def nested_features(connection: Any) -> NestedFeatures:
+    """The NestedFeatures of the child providers: three queries."""
+    child = _PROVIDERS.c.parent_provider_id.is_not(None)
+    classes = connection.execute(
+        sa.select(_CLASSES.c.name).distinct()
+        .select_from(_INVENTORIES.join(
+            _CLASSES, _CLASSES.c.id == _INVENTORIES.c.resource_class_id)
+            .join(_PROVIDERS,
+                  _PROVIDERS.c.id == _INVENTORIES.c.resource_provider_id))
+        .where(child)).scalars().all()
+    traits = connection.execute(
+        sa.select(_TRAITS.c.name).distinct()
+        .select_from(_PROVIDER_TRAITS.join(
+            _TRAITS, _TRAITS.c.id == _PROVIDER_TRAITS.c.trait_id)
+            .join(_PROVIDERS, _PROVIDERS.c.id ==
+                  _PROVIDER_TRAITS.c.resource_provider_id))
+        .where(child)).scalars().all()
+    aggregates = connection.execute(sa.select(sa.exists().where(
+        _PROVIDER_AGGREGATES.c.resource_provider_id == _PROVIDERS.c.id,
+        child))).scalar()
+    return NestedFeatures(frozenset(classes), frozenset(traits),
+                          bool(aggregates))
 
 
 def read_providers(connection: Any) -> list[Provider]:

@@ -15,15 +15,16 @@ after Nova's request filters, ``scheduler.placement.request_filters``,
 with no ``limit``: every host is considered):
 
 * a request of one group (no numbered groups, no ``same_subtree``;
-  root traits are the candidate's own) over flat providers (no nested
-  provider, no sharing provider) is answered in memory
-  (``ProviderTable``); each instance of the request is then checked
-  again after the earlier ones consumed (``consume``), as their claims
-  will;
-* any other request (granular groups, port or accelerator groups), and
-  every request of a deployment with nested or sharing providers, is
-  asked from Placement's API itself until the in-memory candidates
-  cover them.
+  root traits are the candidate's own) that asks nothing a child
+  provider holds (resource classes, traits, aggregates: the VGPU,
+  bandwidth or PCI providers under a compute node) nor a resource class
+  a sharing provider offers is answered in memory (``ProviderTable``),
+  since its every candidate allocates from a root provider alone
+  (``covers``); each instance of the request is then checked again
+  after the earlier ones consumed (``consume``), as their claims will;
+* any other request (granular groups, port or accelerator groups, a
+  VGPU from a child provider...) is asked from Placement's API itself
+  until the in-memory candidates cover it.
 
 A compute node's provider is the one whose uuid is the node's uuid (as
 nova-compute creates it), so the candidates are keyed by compute node
@@ -92,9 +93,11 @@ class PlacementView:
         self._generations: dict[int, int] = {}
         self._id_of: dict[str, int] = {}
         self._stale: set[int] = set()
-        # No nested provider and no sharing one: the in-memory
-        # candidates of root providers are Placement's.
-        self.flat = True
+        # What child providers hold, and the resource classes sharing
+        # providers offer: a request touching none is answered in memory.
+        self.nested = database.NestedFeatures()
+        self._child_generations: dict[int, int] = {}
+        self.shared_classes: frozenset[str] = frozenset()
         self.current = Candidates()
 
     # -- the providers ------------------------------------------------------
@@ -105,7 +108,11 @@ class PlacementView:
         returns how many were read."""
         with self.engine.connect() as connection:
             generations = database.read_generations(connection)
-            nested = database.has_nested(connection)
+            children = database.child_generations(connection)
+            if children != self._child_generations:
+                self.nested = (database.nested_features(connection)
+                               if children else database.NestedFeatures())
+                self._child_generations = children
             if (self.table is None or
                     generations.keys() != self._generations.keys()):
                 providers = database.providers_by_id(connection)
@@ -123,9 +130,9 @@ class PlacementView:
                 read = len(changed)
         self._generations = generations
         self._stale.clear()
-        self.flat = not nested and not any(
-            SHARING_TRAIT in provider.traits
-            for provider in self.table.providers)
+        self.shared_classes = frozenset().union(*(
+            provider.inventories for provider in self.table.providers
+            if SHARING_TRAIT in provider.traits))
         return read
 
     def forget(self, uuids: Iterable[str]) -> None:
@@ -147,15 +154,32 @@ class PlacementView:
         InvalidRequestSpec for a request Nova refuses to translate."""
         query = request_lib.for_scheduling(spec_obj, None, find_nodes)
         request_filters.apply(query, spec_obj, aggregates, CONF)
-        self._table()
-        if not self.flat or _needs_placement(query):
+        table = self._table()
+        group = None if _needs_placement(query) else _single_group(query)
+        if group is not None and self.covers(group):
+            self.current = Candidates(group=group,
+                                      static=table.matches(group))
+        elif group is None and not _needs_placement(query):
+            self.current = Candidates()     # Placement would answer 400
+        else:
             self.current = Candidates(requests=_by_root(
                 self.client.allocation_candidates(query.querystring())))
-        else:
-            group = _single_group(query)
-            self.current = (Candidates() if group is None else Candidates(
-                group=group, static=self._table().matches(group)))
         return self.current
+
+    def covers(self, group: candidates_lib.RequestGroup) -> bool:
+        """Whether the in-memory candidates of ``group`` are Placement's:
+        none of its resource classes, traits (required, any-of or
+        forbidden) or aggregates is held by a child provider, and no
+        sharing provider offers its resource classes.  Then every
+        candidate allocates from a root provider alone."""
+        nested = self.nested
+        traits = frozenset().union(*group.required) | group.forbidden
+        return not (
+            group.resources.keys() & (nested.resource_classes |
+                                      self.shared_classes) or
+            traits & nested.traits or
+            ((group.member_of or group.forbidden_aggregates) and
+             nested.aggregates))
 
     def passes(self, uuids: Sequence[str]) -> np.ndarray:
         """Which of the compute nodes ``uuids`` can hold one more
