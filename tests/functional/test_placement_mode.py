@@ -24,6 +24,7 @@ from placement_api import PlacementAPI
 from scheduler import exception
 from scheduler.conf import CONF
 from scheduler.drivers import filter_scheduler
+from scheduler.placement import candidates
 from scheduler_tools import seed
 
 PROJECT = 'project-placement-mode'
@@ -234,3 +235,39 @@ def test_an_evacuation_doubles_up_the_source_allocation(fleet, api):
     assert picked.compute_node_uuid == destination.uuid
     assert _allocated(api, instance_uuid) == {source.uuid: held,
                                               destination.uuid: held}
+
+
+def test_bare_metal_nodes_by_their_custom_resource_class(fleet, api, conf):
+    """Ironic nodes as Nova schedules them since Pike: each node's
+    provider has one unit of its custom resource class and nothing
+    else; a flavor asking ``resources:CUSTOM_BAREMETAL_GOLD=1`` with
+    VCPU, MEMORY_MB and DISK_GB overridden to 0 gets a whole node, one
+    instance per node, then NoValidHost."""
+    conf.set_override('enabled_filters', ['ComputeFilter'],
+                      'filter_scheduler')
+    ctx = fleet()
+    host = 'ironic-%s' % uuid.uuid4().hex[:8]
+    nodes = []
+    for index in range(2):
+        provider = candidates.Provider(
+            uuid=str(uuid.uuid4()), name='%s-node%d' % (host, index),
+            inventories={'CUSTOM_BAREMETAL_GOLD': candidates.Inventory(
+                total=1)})
+        seed.add_compute(ctx, host, node=provider.name, uuid=provider.uuid,
+                         vcpus=0, memory_mb=0, local_gb=0,
+                         service=index == 0, hypervisor_type='ironic')
+        api.add_provider(provider)
+        nodes.append(provider.uuid)
+    driver = filter_scheduler.FilterScheduler(ctx)
+    gold = {'resources:CUSTOM_BAREMETAL_GOLD': '1', 'resources:VCPU': '0',
+            'resources:MEMORY_MB': '0', 'resources:DISK_GB': '0'}
+    placed = []
+    for _ in range(2):
+        (instance_uuid,), [[picked]] = _select(driver, ctx, _spec(
+            vcpus=8, memory_mb=65536, root_gb=500, extra_specs=gold))
+        assert _allocated(api, instance_uuid) == {picked.compute_node_uuid: {
+            'CUSTOM_BAREMETAL_GOLD': 1}}
+        placed.append(picked.compute_node_uuid)
+    assert sorted(placed) == sorted(nodes)
+    with pytest.raises(exception.NoValidHost):
+        _select(driver, ctx, _spec(extra_specs=gold))
