@@ -27,10 +27,12 @@ enginefacade Core connection (``context_manager.reader.connection``)
 rather than an ORM Session: the same transaction, without the Session's
 bookkeeping.
 
-The scheduler reads these tables: the writers of compute nodes,
-services, aggregates, instances and server groups, which only the fleet
+The scheduler reads these tables.  Compute nodes, services and
+aggregates are written by ``scheduler.db.hosts`` and
+``scheduler.db.host_aggregates`` (``scheduler-manage host`` and
+``aggregate``); instances and server groups, which only the fleet
 seeder, the replay's simulated compute agents, the benchmark and the
-tests need, are ``scheduler_tools.writers``.
+tests write, by ``scheduler_tools.writers``.
 """
 
 import json
