@@ -216,6 +216,15 @@ class HostTable:
         age[beats == _NO_HEARTBEAT] = np.iinfo(np.int64).max
         return age
 
+    def up_mask(self, now):
+        """bool array: which hosts have a compute service that is up at
+        ``now`` (naive UTC), as ``servicegroup.service_is_up`` decides:
+        not forced down, heartbeat within ``service_down_time``."""
+        columns = self.columns
+        return (columns['has_service'] & ~columns['forced_down'] &
+                (self.heartbeat_age_us(now) <=
+                 servicegroup.service_down_time() * 1000000))
+
     def memo(self, owner, key, fn, rows, dtype=bool, scope=None):
         """``fn(state)`` for the HostStates of ``rows``, as an array.
 

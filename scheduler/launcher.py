@@ -10,6 +10,10 @@ oslo.service's own process launcher ends every worker on SIGHUP instead,
 dropping the calls they held.  SIGTERM stops every process gracefully
 within ``[DEFAULT] graceful_shutdown_timeout``, and a worker whose parent
 dies stops as if it had received SIGTERM.
+
+With ``[prometheus] bind`` set, this process serves ``/metrics`` over
+the workers' metric files from before it forks them
+(``scheduler.observability.server``).
 """
 
 from collections.abc import Callable
@@ -21,6 +25,7 @@ from oslo_service import service as os_service
 from oslo_service.backend import base as service_base
 
 from scheduler.conf import CONF
+from scheduler.observability import server
 
 LOG = logging.getLogger(__name__)
 
@@ -69,6 +74,26 @@ def launch(make_service: ServiceFactory, workers: int) -> None:
     then).  ``make_service`` builds one service (called in the worker
     after the fork)."""
     register_opts()
+    endpoint = _metrics_endpoint()
+    try:
+        _run(make_service, workers)
+    finally:
+        if endpoint is not None:
+            endpoint.stop()
+
+
+def _metrics_endpoint() -> server.Endpoint | None:
+    """The ``/metrics`` endpoint of ``[prometheus] bind`` (None when
+    off); an address that cannot be listened on is logged in one line and
+    ends the process."""
+    try:
+        return server.start(CONF.prometheus.bind)
+    except server.BindError as exc:
+        LOG.error('Cannot start: [prometheus] bind: %s', exc)
+        raise SystemExit(1) from exc
+
+
+def _run(make_service: ServiceFactory, workers: int) -> None:
     if workers == 1:
         launcher = os_service.launch(CONF, make_service(), workers=1,
                                      restart_method='mutate')

@@ -27,6 +27,7 @@ For a Nova caller (Newton to 34.0.0):
 """
 
 import functools
+import time
 
 import oslo_messaging as messaging
 from oslo_db import exception as db_exc
@@ -44,6 +45,7 @@ from scheduler.objects import base as objects_base
 from scheduler.objects import instance as instance_obj
 from scheduler.objects import request_spec as request_spec_obj
 from scheduler.objects import selection as selection_obj
+from scheduler.observability import metrics
 
 LOG = logging.getLogger(__name__)
 
@@ -77,6 +79,34 @@ def _nova_errors(func):
             if rpc.nova_caller(ctxt):
                 exception.as_nova(exc)
             raise
+    return wrapper
+
+
+# The outcome of a decision that raised (``metrics.decision``): the
+# first class it is an instance of; any other is ``metrics.ERROR``.
+_FAILURES = ((exception.NoValidHost, metrics.NO_VALID_HOST),
+             (exception.Invalid, metrics.INVALID),
+             (exception.ComputeHostNotFound, metrics.INVALID),
+             (exception.DatabaseUnavailable, metrics.DATABASE_UNAVAILABLE),
+             (exception.PlacementUnavailable, metrics.PLACEMENT_UNAVAILABLE))
+
+
+def _recorded(func):
+    """Record each decision: its outcome, its seconds and the instances
+    it placed (``metrics.decision``)."""
+    @functools.wraps(func)
+    def wrapper(self, ctxt, *args, **kwargs):
+        started = time.perf_counter()
+        try:
+            selections = func(self, ctxt, *args, **kwargs)
+        except Exception as exc:
+            outcome = next((outcome for cls, outcome in _FAILURES
+                            if isinstance(exc, cls)), metrics.ERROR)
+            metrics.decision(outcome, time.perf_counter() - started)
+            raise
+        metrics.decision(metrics.SUCCESS, time.perf_counter() - started,
+                         len(selections))
+        return selections
     return wrapper
 
 
@@ -121,6 +151,7 @@ class SchedulerManager:
                                    exception.PlacementUnavailable,
                                    exception.ComputeHostNotFound)
     @_nova_errors
+    @_recorded
     def select_destinations(self, ctxt, request_spec=None,
                             filter_properties=None, spec_obj=_SENTINEL,
                             instance_uuids=None, return_objects=False,
@@ -160,8 +191,13 @@ class SchedulerManager:
         def decide():
             if hasattr(ctxt, "update_store"):
                 ctxt.update_store()     # the request id in its logs
-            return self.driver.select_destinations(
-                ctxt, spec_obj, instance_uuids, return_alternates)
+            metrics.decision_started()
+            try:
+                return self.driver.select_destinations(
+                    ctxt, spec_obj, instance_uuids, return_alternates)
+            except exception.NoValidHost:
+                metrics.no_valid_host()     # by the filter that caused it
+                raise
 
         try:
             selections = deadline.run(CONF.scheduler.decision_timeout,

@@ -16,7 +16,9 @@ and are forked again and again:
 * in Placement mode (``[scheduler] use_placement``): the filter
   scheduler, Placement's database readable through
   ``[placement_database] connection``, and the Placement API answering
-  through the ``[placement]`` options.
+  through the ``[placement]`` options;
+* with ``[prometheus] bind`` set: that it is HOST:PORT and can be
+  listened on.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from scheduler.db import migration
 from scheduler.db import source as db_source
 from scheduler.db.nova import cells
 from scheduler.engine import pipeline
+from scheduler.observability import server as metrics_server
 from scheduler.placement import client as placement_client
 from scheduler.placement import database as placement_database
 
@@ -44,7 +47,7 @@ from scheduler.placement import database as placement_database
 def problem() -> str | None:
     """The one-line reason the service cannot start, or None."""
     return (connection_problem() or plugin_problem() or database_problem()
-            or placement_problem())
+            or placement_problem() or prometheus_problem())
 
 
 def connection_problem() -> str | None:
@@ -109,6 +112,14 @@ def placement_problem() -> str | None:
                 'connection: Placement\'s database, which the scheduler '
                 'reads (never writes)')
     return _placement_database_problem(url) or _placement_api_problem()
+
+
+def prometheus_problem() -> str | None:
+    """``[prometheus] bind``, when set: HOST:PORT, and free to listen on
+    (``scheduler.observability.server.bind_problem``)."""
+    bind = CONF.prometheus.bind
+    reason = bind and metrics_server.bind_problem(bind)
+    return '[prometheus] bind: %s' % reason if reason else None
 
 
 def _placement_database_problem(url: str) -> str | None:

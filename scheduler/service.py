@@ -22,6 +22,10 @@ heartbeat raised every ``[DEFAULT] report_interval`` seconds by a thread
 of its own, so that Nova's service list shows the scheduler up or down
 as it shows Nova's own.  A failed heartbeat is logged and the next one
 tried; it never stops the service.
+
+With ``[prometheus] bind`` set, ``start`` turns the recording of the
+metrics on in this process (``scheduler.observability.metrics``); the
+launcher serves them.
 """
 
 import threading
@@ -41,6 +45,7 @@ from scheduler.db import service_row
 from scheduler.db import source as db_source
 from scheduler.db.nova import cells
 from scheduler.db.nova import source as nova_source
+from scheduler.observability import metrics
 
 LOG = logging.getLogger(__name__)
 
@@ -94,6 +99,8 @@ class SchedulerService(service_base.ServiceBase):
         self.service_row = None
 
     def start(self):
+        if CONF.prometheus.bind:
+            metrics.enable()
         objects.register_all()
         db_api.configure(CONF)
         self._open_databases()

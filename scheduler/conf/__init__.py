@@ -15,6 +15,7 @@ from scheduler.conf import database
 from scheduler.conf import moves
 from scheduler.conf import notifications
 from scheduler.conf import placement
+from scheduler.conf import prometheus
 from scheduler.conf import scheduler
 from scheduler.conf import trusted_computing
 from scheduler.conf import upgrade_levels
@@ -22,6 +23,6 @@ from scheduler.conf import upgrade_levels
 CONF = cfg.CONF
 
 for _module in (api_database, compute, database, moves, notifications,
-                placement, scheduler, cells, trusted_computing,
+                placement, prometheus, scheduler, cells, trusted_computing,
                 upgrade_levels):
     _module.register_opts(CONF)

@@ -13,12 +13,13 @@ from scheduler.conf import database
 from scheduler.conf import moves
 from scheduler.conf import notifications
 from scheduler.conf import placement
+from scheduler.conf import prometheus
 from scheduler.conf import scheduler
 from scheduler.conf import trusted_computing
 from scheduler.conf import upgrade_levels
 
 _MODULES = (api_database, compute, database, moves, notifications, placement,
-            scheduler, cells, trusted_computing, upgrade_levels)
+            prometheus, scheduler, cells, trusted_computing, upgrade_levels)
 
 
 def list_opts():

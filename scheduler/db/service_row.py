@@ -84,6 +84,12 @@ class ServiceRow:
         return self.id
 
     def _register_in(self, connection):
+        if connection.dialect.name == 'sqlite':
+            # A writer from its first statement: a transaction that reads
+            # first cannot always become one while a sibling worker's
+            # does ("database is locked", not waited for).
+            connection.execute(sa.update(self.table).where(sa.false())
+                               .values(report_count=0))
         found = self._find(connection)
         if found is None:
             row_id = self._insert(connection)

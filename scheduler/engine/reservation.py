@@ -28,6 +28,7 @@ from scheduler.db import claims
 from scheduler.db import source
 from scheduler.engine import deadline
 from scheduler.host_state import HostState
+from scheduler.observability import metrics
 from scheduler.resources import capacity
 
 LOG = logging.getLogger(__name__)
@@ -103,6 +104,7 @@ class SqlReservation:
                 finally:
                     self._local.connection = None
         except claims.RACE_ERRORS as exc:
+            metrics.lost_race()
             raise LostRace() from exc
 
     def claim(self, context: Any, spec_obj: Any,
@@ -123,6 +125,7 @@ class SqlReservation:
             elif not claims.claim_many(context, wanted):
                 raise claims.NoRoom()
         except claims.RACE_ERRORS as exc:
+            metrics.lost_race()
             raise LostRace() from exc
 
     def claim_one(self, context: Any, spec_obj: Any, state: HostState,
@@ -173,6 +176,7 @@ def log_refusal(context: Any, state: HostState,
     held = [getattr(state, resource.used) for resource in capacity.CLAIMED]
     read = [getattr(now, resource.used) for resource in capacity.CLAIMED]
     if held != read:
+        metrics.lost_race()
         LOG.info(LOST_RACE + '%s:%s: it changed since this view read it '
                  '(another scheduler\'s claim or a usage report); it lacks '
                  '%s; trying the next host',

@@ -20,6 +20,7 @@ from oslo_log import log as logging
 
 from scheduler import exception
 from scheduler import loadables
+from scheduler.observability import metrics
 
 if typing.TYPE_CHECKING:
     from scheduler.host_state import HostState
@@ -106,7 +107,9 @@ class HostFilterHandler:
 
         ``filters`` are instances, applied in order; ``index`` is the
         instance ordinal within the request.  Logs the per-filter counts
-        when a filter removes every host.
+        when a filter removes every host, and records them
+        (``metrics.filtered``: hosts removed per filter, and which one
+        emptied the list).
         """
         hosts = list(hosts)
         history = []
@@ -122,6 +125,7 @@ class HostFilterHandler:
             if not hosts:
                 _log_no_hosts(spec_obj, history)
                 break
+        metrics.filtered(history)
         return hosts
 
 
@@ -151,6 +155,7 @@ class HostFilterHandler:
             if not len(rows):
                 _log_no_hosts(spec_obj, history)
                 break
+        metrics.filtered(history)
         return rows, ran
 
     def _filter_rows(self, host_filter: BaseHostFilter, table: 'HostTable',

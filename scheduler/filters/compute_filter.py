@@ -47,11 +47,8 @@ class ComputeFilter(filters.BaseHostFilter):
         return True
 
     def host_mask(self, table, rows, spec_obj):
-        columns = table.columns
-        age_us = table.heartbeat_age_us(timeutils.utcnow())[rows]
-        up = (~columns['forced_down'][rows] &
-              (age_us <= servicegroup.service_down_time() * 1000000))
-        mask = columns['has_service'][rows] & ~columns['disabled'][rows] & up
+        mask = (table.up_mask(timeutils.utcnow())[rows] &
+                ~table.columns['disabled'][rows])
         if not mask.all():
             LOG.debug('%d host(s) are disabled, down or without a compute '
                       'service', len(mask) - int(mask.sum()))

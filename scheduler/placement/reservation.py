@@ -27,6 +27,7 @@ from oslo_log import log as logging
 from scheduler.engine import deadline
 from scheduler.engine import reservation
 from scheduler.host_state import HostState
+from scheduler.observability import metrics
 from scheduler.placement import client as client_lib
 from scheduler.placement import view as view_lib
 
@@ -81,6 +82,7 @@ class PlacementReservation:
             instance_uuid, allocation_request, spec_obj.project_id,
             spec_obj.obj_get('user_id'))
         if not claimed:
+            metrics.lost_race()
             LOG.info(reservation.LOST_RACE + '%s:%s: Placement refused the '
                      'claim (another scheduler\'s claim, or the provider '
                      'changed); trying the next host',

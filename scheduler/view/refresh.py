@@ -5,7 +5,9 @@ its ``HostTable`` (``table``) and brings them up to date through
 ``scheduler.db.source``: change reads, the sweep of late rows, and full
 reads (docs/refresh.rst).  It takes each host's aggregates and instances
 from the trackers of ``scheduler.view.tracking``.  Not thread-safe: the
-host manager's lock guards it.
+host manager's lock guards it.  It records the time of each read and
+the hosts and age of the view each decision uses
+(``scheduler.observability.metrics``).
 """
 
 from __future__ import annotations
@@ -15,12 +17,14 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from scheduler.conf import CONF
 from scheduler.host_state import HostState
 from scheduler.host_table import HostTable
+from scheduler.observability import metrics
 from scheduler.view import tracking
 
 LOG = logging.getLogger(__name__)
@@ -99,7 +103,18 @@ class Refresher:
         returns the HostStates in ``compute_nodes.id`` order."""
         if not self.refresh_changes(context):
             self.refresh_all(context)
+        if metrics.view_due():
+            self._record_view()
         return self.table.states
+
+    def _record_view(self):
+        """Record the view a decision uses: its nodes, those up and
+        disabled, and its age."""
+        table = self.table
+        up = table.up_mask(timeutils.utcnow())
+        metrics.host_view(len(table), int(np.count_nonzero(up)),
+                          int(np.count_nonzero(table.columns['disabled'])),
+                          time.monotonic() - self._last_delta)
 
     def _full_refresh_due(self):
         if self._last_full is None:
@@ -111,6 +126,7 @@ class Refresher:
         """Nova's per-request read: every node, service and the instances
         of every host not in sync."""
         started = timeutils.utcnow()
+        began = time.monotonic()
         source = self.source
         services = {svc['host']: svc for svc in
                     source.service_get_all_by_binary(context, COMPUTE_BINARY)}
@@ -136,6 +152,7 @@ class Refresher:
         self._last_read = self._swept_from = started
         self._last_full = self._last_delta = self._last_sweep = (
             time.monotonic())
+        metrics.view_read(metrics.FULL_READ, self._last_full - began)
 
     def _refresh_one(self, compute, services):
         host = compute['host']
@@ -200,6 +217,7 @@ class Refresher:
                         part='service')
         self._last_read = started
         self._last_delta = time.monotonic()
+        metrics.view_read(metrics.CHANGES_READ, self._last_delta - now)
         if sweeping:
             self._swept_from = started
             self._last_sweep = self._last_delta

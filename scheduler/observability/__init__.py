@@ -1,0 +1,6 @@
+"""What the service tells its operators about itself.
+
+``metrics`` defines the Prometheus metrics and records them;
+``server`` serves them, added up over the workers, from the parent
+process (docs/metrics.rst).
+"""
