@@ -2,7 +2,8 @@
 
 The benchmark builds N compute nodes with varied attributes
 (``workload``), warms the scheduler up and times ``select_destinations``
-on a deterministic request mix, in three modes:
+on a deterministic request mix, in three modes; a fourth compares
+allocation candidates with Placement's:
 
 inprocess (``inprocess``)
     The real FilterScheduler driver, with its HostManager, in this
@@ -22,6 +23,13 @@ load (``load``)
     small fleet that fills up: decisions per second, latency, lost claim
     races, and a check in the database that no node is overcommitted.
     Not part of ``all``; it has its own defaults (``load.DEFAULTS``).
+placement (``placement``)
+    Placement's own ``GET /allocation_candidates`` against ours
+    (``scheduler.placement.candidates``) on the same providers, written
+    into the Placement given through its REST API and read back from
+    its database: latencies, speed-up and a check that both find the
+    same providers.  Not part of ``all``; own defaults
+    (``placement.DEFAULTS``).
 
 All use the Newton default filters plus CoreFilter and every weigher
 (``SCHEDULER_OPTIONS``); only the benchmark's own options differ between
@@ -65,6 +73,7 @@ QUIET_LOG_LEVELS = ['scheduler=WARNING', 'scheduler_tools=WARNING',
 INPROCESS = 'inprocess'
 ENDTOEND = 'endtoend'
 LOAD = 'load'
+PLACEMENT = 'placement'
 # ``--mode all``.
 MODES = (INPROCESS, ENDTOEND)
 

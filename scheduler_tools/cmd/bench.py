@@ -13,8 +13,8 @@ with the usual ``--config-file``; see ``scheduler-bench --help``):
 ``--requests N``            measured single-instance requests per size
                             (multi-instance: N / instances, at least 1)
 ``--warmup N``              requests before measuring
-``--mode inprocess|endtoend|load|all``  (``all``: inprocess and
-                            endtoend)
+``--mode inprocess|endtoend|load|placement|all``  (``all``:
+                            inprocess and endtoend)
 ``--output FILE.json``      one JSON object per (mode, hosts, instances)
 ``--smoke``                 50 hosts, 30 requests, in-process plus
                             end-to-end when servers are given
@@ -22,6 +22,9 @@ with the usual ``--config-file``; see ``scheduler-bench --help``):
                             (a vhost no Nova uses)
 ``--database-connection URL``  their database, which must hold no
                             compute node (PostgreSQL)
+``--placement-url URL``     the placement mode's Placement (noauth2,
+                            holding no resource provider)
+``--placement-database URL``  its database, only read
 ``--time-budget SECONDS``   cap of each phase (0: none)
 ``--profile-dir DIR``       cProfile one in-process decision per size
 ``--callers N``, ``--update-rounds N``, ``--seed N``, ``--noprogress``
@@ -33,9 +36,18 @@ callers, 60 s per topology, 30 s call time-out...), shortened by
 
     scheduler-bench --mode load --output load.json
 
+``--mode placement`` compares Placement's ``GET /allocation_candidates``
+with ours (``scheduler_tools.bench.placement``) at 1,000, 10,000 and
+50,000 providers unless ``--hosts`` says otherwise (``placement.DEFAULTS``;
+``--smoke``: ``placement.SMOKE``)::
+
+    scheduler-bench --mode placement --placement-url http://127.0.0.1:8778 \
+        --placement-database postgresql+psycopg2://...
+
 Exit status: 0 when the benchmark ran (whether or not targets are met),
 1 when the load mode ran but its check failed (overcommit, unbalanced
-claims, unanswered calls), 2 when it could not run.
+claims, unanswered calls) or the placement mode found candidates that
+differ from Placement's, 2 when it could not run.
 """
 
 import os
@@ -54,6 +66,7 @@ from scheduler_tools import databases
 from scheduler_tools.bench import endtoend
 from scheduler_tools.bench import inprocess
 from scheduler_tools.bench import load
+from scheduler_tools.bench import placement
 from scheduler_tools.bench import report
 from scheduler_tools.bench import workload
 
@@ -75,12 +88,15 @@ BENCH_OPTS = [
     cfg.IntOpt('warmup', dest='bench_warmup', default=20, min=0,
                metavar='N', help='Requests before measuring.'),
     cfg.StrOpt('mode', dest='bench_mode', default='all', metavar='MODE',
-               choices=('inprocess', 'endtoend', 'load', 'all'),
+               choices=('inprocess', 'endtoend', 'load', 'placement',
+                        'all'),
                help='In-process (driver on a warm HostManager), '
                     'end-to-end (scheduler-service over RabbitMQ and '
-                    'PostgreSQL), both (all), or load (concurrent '
+                    'PostgreSQL), both (all), load (concurrent '
                     'callers against 2 workers, then 2 services, with '
-                    'a check of the claims in the database).'),
+                    'a check of the claims in the database), or '
+                    'placement (Placement\'s allocation candidates '
+                    'against ours on the same providers).'),
     cfg.StrOpt('output', dest='bench_output', metavar='FILE.json',
                help='Write one JSON object per (mode, hosts, instances) '
                     'to this file, one per line.'),
@@ -95,6 +111,14 @@ BENCH_OPTS = [
                secret=True, metavar='URL',
                help='End-to-end and load: the database, which must hold '
                     'no compute node.'),
+    cfg.StrOpt('placement-url', dest='bench_placement_url', metavar='URL',
+               help='Placement mode: the endpoint of a Placement in '
+                    'noauth2 that holds no resource provider (the '
+                    'benchmark writes its own).'),
+    cfg.StrOpt('placement-database', dest='bench_placement_database',
+               secret=True, metavar='URL',
+               help='Placement mode: the SQLAlchemy URL of that '
+                    'Placement\'s database, only read.'),
     cfg.IntOpt('seed', dest='bench_seed', default=0, metavar='N',
                help='Seed of the fleet, the requests and the '
                     'scheduler\'s random source.'),
@@ -124,11 +148,15 @@ BENCH_OPTS = [
                 help='Show progress bars (--noprogress to hide them).'),
 ]
 
-# Settings field -> option dest, for the load mode's own defaults.
+# Settings field -> option dest, for the load and placement modes' own
+# defaults.
 LOAD_OPTIONS = {'hosts': 'bench_hosts', 'instances': 'bench_instances',
                 'requests': 'bench_requests', 'callers': 'bench_callers',
                 'time_budget_s': 'bench_time_budget',
-                'call_timeout': 'bench_call_timeout'}
+                'call_timeout': 'bench_call_timeout',
+                'warmup': 'bench_warmup'}
+# Modes with their own defaults and smoke settings (DEFAULTS, SMOKE).
+OWN_DEFAULTS = {bench.LOAD: load, bench.PLACEMENT: placement}
 
 EXPECTED_ERRORS = (bench.BenchError, databases.DatabaseError,
                    workload.WorkloadError, OSError)
@@ -145,7 +173,7 @@ def settings_from(conf=CONF):
     """A ``bench.Settings`` from the parsed options."""
     modes = (bench.MODES if conf.bench_mode == 'all'
              else (conf.bench_mode,))
-    loading = conf.bench_mode == bench.LOAD
+    own = OWN_DEFAULTS.get(conf.bench_mode)
     settings = bench.Settings(
         hosts=list(conf.bench_hosts), instances=list(conf.bench_instances),
         requests=conf.bench_requests, warmup=conf.bench_warmup,
@@ -159,13 +187,13 @@ def settings_from(conf=CONF):
         server_timeout=conf.bench_server_timeout,
         smoke=conf.bench_smoke, profile_dir=conf.bench_profile_dir,
         progress=conf.bench_progress)
-    if loading:
+    if own is not None:
         for name, dest in LOAD_OPTIONS.items():
-            if (conf.get_location(dest).location ==
+            if (name in own.DEFAULTS and conf.get_location(dest).location ==
                     cfg.Locations.opt_default):
-                setattr(settings, name, load.DEFAULTS[name])
+                setattr(settings, name, own.DEFAULTS[name])
     if settings.smoke:
-        for name, value in (load.SMOKE if loading else SMOKE).items():
+        for name, value in (own.SMOKE if own else SMOKE).items():
             setattr(settings, name, value)
     settings.endtoend_optional = conf.bench_mode == 'all'
     if not settings.hosts or not settings.instances:
@@ -218,6 +246,11 @@ def run(settings, out):
             inprocess.run(hosts, settings, emit)
             walls['%s %d' % (bench.INPROCESS, hosts)] = (
                 time.monotonic() - started)
+    if bench.PLACEMENT in settings.modes:
+        started = time.monotonic()
+        placement.run(settings, CONF.bench_placement_url,
+                      CONF.bench_placement_database, emit)
+        walls[bench.PLACEMENT] = time.monotonic() - started
     if given:
         for mode, module in ((bench.ENDTOEND, endtoend),
                              (bench.LOAD, load)):
@@ -251,11 +284,14 @@ def main(argv=None):
         time.monotonic() - started,
         ', '.join('%s: %.1f s' % item for item in walls.items())))
     loaded = [row for row in rows if row['mode'] == bench.LOAD]
-    if len(loaded) < len(rows) or not rows:
-        report.print_table([row for row in rows
-                            if row['mode'] != bench.LOAD])
+    compared = [row for row in rows if row['mode'] == bench.PLACEMENT]
+    if len(loaded) + len(compared) < len(rows) or not rows:
+        report.print_table([row for row in rows if row['mode'] not in (
+            bench.LOAD, bench.PLACEMENT)])
     if loaded:
         load.print_table(loaded)
+    if compared:
+        placement.print_table(compared)
     if settings.output:
         print('Wrote %d row(s) to %s' % (len(rows), settings.output))
     if settings.profile_dir:
@@ -263,6 +299,10 @@ def main(argv=None):
     if not all(row['verified'] for row in loaded):
         print('scheduler-bench: error: the load check failed (see '
               '"verified")', file=sys.stderr)
+        return 1
+    if any(row['mismatches'] for row in compared):
+        print('scheduler-bench: error: our candidates differ from '
+              'Placement\'s (see "mismatches")', file=sys.stderr)
         return 1
     return 0
 

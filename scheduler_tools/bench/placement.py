@@ -1,0 +1,576 @@
+"""Placement mode: Placement's ``GET /allocation_candidates`` against ours.
+
+On the Placement given (``--placement-url``, ``noauth2``, holding no
+resource provider) and its database (``--placement-database``, only
+read), ``run`` takes the sizes in increasing order and, for each:
+
+1. writes the providers that bring Placement to that size through its
+   REST API, as nova-compute writes them (``seed_providers``, from
+   ``SEED_THREADS`` threads): the sizes share one fleet, so ``seed_s``
+   is the time of the providers added for that size;
+2. reads them all back with ``scheduler.placement.database.
+   read_providers`` (``load_ms``) into a ``ProviderTable``;
+3. asks both the same ``queries()``, cycled (``--warmup`` of them first,
+   not timed): Placement at microversion 1.36 (Nova 34's) without
+   ``limit``, so that every provider is considered, timed at the client
+   up to the reply's body read (not parsed); ours through
+   ``our_candidates``, the step the decision will follow;
+4. counts the queries whose candidates (the providers of the allocation
+   requests) differ: ``mismatches``, which must be 0.
+
+A row per size (``measure``, ``run``): ``providers``, ``seeded``,
+``seed_s``, ``load_ms``, ``placement_*``, ``ours_*`` and
+``ours_unshaped_*`` (without the shaping into Placement's body)
+latencies in ms (``report.percentiles_ms``), ``speedup`` (Placement's
+p50 / ours), ``target_speedup``, ``meets_target``, ``mismatches``,
+``candidates_mean``.  The providers stay in Placement afterwards.  The
+REST helpers are also the tests' (``tests/placement_api.py``).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import random
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from keystoneauth1 import adapter
+from keystoneauth1 import session
+from keystoneauth1 import token_endpoint
+
+from scheduler.placement import candidates
+from scheduler.placement import database
+from scheduler.placement.candidates import Inventory
+from scheduler.placement.candidates import Provider
+from scheduler.resources import ratios
+from scheduler_tools import seed
+from scheduler_tools.bench import PLACEMENT
+from scheduler_tools.bench import BenchError
+from scheduler_tools.bench import inprocess
+from scheduler_tools.bench import report
+from scheduler_tools.bench import workload
+
+# Nova 34 asks Placement for allocation candidates at this microversion.
+NOVA_MICROVERSION = '1.36'
+# What the placement mode runs unless the option is given
+# (bench.Settings fields); ``--smoke`` then makes it shorter.
+DEFAULTS = {'hosts': [1000, 10000, 50000], 'requests': 40, 'warmup': 4}
+SMOKE = {'hosts': [200], 'requests': 10, 'warmup': 4,
+         'time_budget_s': 30.0}
+# Threads writing the providers (gunicorn's workers answer them).
+SEED_THREADS = 12
+# Speed-up floor (Placement's p50 / ours) by number of providers.
+SPEEDUP_TARGETS = {10000: 100.0}
+
+# nova-compute's reserved_host_memory_mb default (MiB); it reserves no
+# vCPU and no disk by default.
+RESERVED_HOST_MEMORY_MB = 512
+# Traits the libvirt driver reports on every compute node (standard
+# traits: Placement knows them).
+COMPUTE_TRAITS = ('COMPUTE_NODE', 'COMPUTE_NET_ATTACH_INTERFACE',
+                  'COMPUTE_VOLUME_ATTACH_WITH_TAG', 'COMPUTE_DEVICE_TAGGING',
+                  'COMPUTE_IMAGE_TYPE_QCOW2', 'COMPUTE_IMAGE_TYPE_RAW')
+# CPU flags of ``cpu_info`` -> the trait the libvirt driver reports.
+CPU_FEATURE_TRAITS = {'sse4.1': 'HW_CPU_X86_SSE41',
+                      'sse4.2': 'HW_CPU_X86_SSE42', 'avx': 'HW_CPU_X86_AVX',
+                      'avx2': 'HW_CPU_X86_AVX2', 'aes': 'HW_CPU_X86_AESNI',
+                      'avx512f': 'HW_CPU_X86_AVX512F',
+                      'asimd': 'HW_CPU_AARCH64_ASIMD'}
+# nova-compute sets it on the provider of a disabled compute service.
+DISABLED_TRAIT = 'COMPUTE_STATUS_DISABLED'
+# An operator's trait on the hosts with SSDs (``stats['storage']``).
+CUSTOM_TRAIT = 'CUSTOM_STORAGE_SSD'
+# Share of the providers that carry one allocation (their used amounts).
+USED_SHARE = 0.5
+# The zone whose aggregate the ``member_of`` query names (30% of hosts).
+QUERY_ZONE = 'az2'
+
+
+class PlacementError(BenchError):
+    """Placement answered with an unexpected status, or not at all."""
+
+
+# ------------------------------------------------------------ REST API --
+
+def client(url: str, microversion: str = NOVA_MICROVERSION) -> Any:
+    """A keystoneauth1 Adapter on a ``noauth2`` Placement at ``url`` (the
+    token ``admin``), at ``microversion``; it raises no exception on an
+    HTTP error status (``call`` checks it)."""
+    return adapter.Adapter(
+        session.Session(auth=token_endpoint.Token(url, 'admin')),
+        service_type='placement', default_microversion=microversion,
+        raise_exc=False)
+
+
+def call(api: Any, method: str, path: str,
+         expected: Iterable[int] = (200,), **kwargs: Any) -> Any:
+    """One request through ``api`` (``client``); the response, or
+    PlacementError when its status is not ``expected`` or Placement
+    cannot be reached."""
+    from keystoneauth1 import exceptions
+
+    try:
+        reply = api.request(path, method, **kwargs)
+    except exceptions.ConnectionError as exc:
+        raise PlacementError('%s %s: %s' % (method, path, exc)) from exc
+    if reply.status_code not in tuple(expected):
+        raise PlacementError('%s %s: %d %s' % (
+            method, path, reply.status_code, reply.text[:500]))
+    return reply
+
+
+def call_json(api: Any, method: str, path: str,
+              expected: Iterable[int] = (200,), **kwargs: Any) -> Any:
+    """``call``'s JSON body (None when empty)."""
+    reply = call(api, method, path, expected, **kwargs)
+    return reply.json() if reply.content else None
+
+
+def ensure(api: Any, traits: Iterable[str] = (),
+           resource_classes: Iterable[str] = ()) -> None:
+    """Create custom traits and resource classes (``PUT /traits/{name}``,
+    ``PUT /resource_classes/{name}``, microversion 1.7+), as Nova does
+    before it sets them on a provider: a request naming an unknown one
+    is a 400."""
+    for trait in traits:
+        call(api, 'PUT', '/traits/%s' % trait, (201, 204))
+    for rc in resource_classes:
+        call(api, 'PUT', '/resource_classes/%s' % rc, (201, 204))
+
+
+def inventory_body(inventory: Inventory) -> dict[str, Any]:
+    """One resource class of ``PUT /resource_providers/{uuid}/
+    inventories`` (``max_unit`` None: the total)."""
+    return {'total': inventory.total, 'reserved': inventory.reserved,
+            'min_unit': inventory.min_unit,
+            'max_unit': (inventory.total if inventory.max_unit is None
+                         else inventory.max_unit),
+            'step_size': inventory.step_size,
+            'allocation_ratio': inventory.allocation_ratio}
+
+
+def compute_inventories(vcpus: int, memory_mb: int, disk_gb: int,
+                        cpu_allocation_ratio: float,
+                        ram_allocation_ratio: float,
+                        disk_allocation_ratio: float,
+                        reserved_host_memory_mb: int =
+                        RESERVED_HOST_MEMORY_MB) -> dict[str, Inventory]:
+    """A compute node's inventory as nova-compute's resource tracker
+    reports it: VCPU, MEMORY_MB (MiB, ``reserved_host_memory_mb``
+    reserved) and DISK_GB (GiB), each with ``min_unit`` 1, ``max_unit``
+    the total (one instance is never larger than the node), ``step_size``
+    1 and the node's allocation ratio."""
+    def one(total: int, ratio: float, reserved: int = 0) -> Inventory:
+        return Inventory(total=total, reserved=reserved, min_unit=1,
+                         max_unit=total, step_size=1,
+                         allocation_ratio=ratio)
+    return {'VCPU': one(vcpus, cpu_allocation_ratio),
+            'MEMORY_MB': one(memory_mb, ram_allocation_ratio,
+                             reserved_host_memory_mb),
+            'DISK_GB': one(disk_gb, disk_allocation_ratio)}
+
+
+def write_provider(api: Any, provider: Provider) -> int:
+    """Write ``provider`` (its custom traits and classes must exist,
+    ``ensure``) as nova-compute's report client does: ``POST
+    /resource_providers`` (its generation in the reply: microversion
+    1.20+), then its inventories, traits and aggregates (each ``PUT``
+    with the generation the previous one returned; the last two only
+    when it has some, 1.19+).  Returns the provider's generation."""
+    generation = call_json(api, 'POST', '/resource_providers',
+                           json={'uuid': provider.uuid,
+                                 'name': provider.name})['generation']
+    path = '/resource_providers/%s' % provider.uuid
+    for part, body in (
+            ('inventories', {rc: inventory_body(inventory) for rc, inventory
+                             in provider.inventories.items()}),
+            ('traits', sorted(provider.traits)),
+            ('aggregates', sorted(provider.aggregates))):
+        if body or part == 'inventories':
+            generation = call_json(api, 'PUT', '%s/%s' % (path, part), json={
+                'resource_provider_generation': generation, part: body,
+            })['resource_provider_generation']
+    return generation
+
+
+def claim(api: Any, consumer: str, allocation_request: Mapping[str, Any],
+          project_id: str, user_id: str,
+          consumer_generation: int | None = None) -> int:
+    """``PUT /allocations/{consumer}`` of one allocation request, as
+    ``nova.scheduler.utils.claim_resources``; returns the status, 204
+    when claimed, 409 when refused (capacity, or a concurrent update).
+    Always at Nova's microversion (1.38 and later also ask for a
+    ``consumer_type``)."""
+    body = dict(allocation_request, project_id=project_id, user_id=user_id,
+                consumer_generation=consumer_generation)
+    return call(api, 'PUT', '/allocations/%s' % consumer, (204, 409),
+                json=body, microversion=NOVA_MICROVERSION).status_code
+
+
+def write_usages(api: Any, provider: Provider) -> None:
+    """``provider.usages`` (the amounts that are not 0) as one new
+    consumer's allocation; PlacementError when refused."""
+    used = {rc: amount for rc, amount in provider.usages.items() if amount}
+    if not used:
+        return
+    status = claim(api, str(uuid.uuid4()), {'allocations': {
+        provider.uuid: {'resources': used}}}, str(uuid.uuid4()),
+        str(uuid.uuid4()))
+    if status != 204:
+        raise PlacementError('the usages of %s were refused' % provider.name)
+
+
+# --------------------------------------------------------------- fleet --
+
+def aggregate_uuid(name: str) -> str:
+    """The uuid of the fleet's aggregate ``name`` (``seed.bulk_seed``'s:
+    Nova mirrors a host aggregate into Placement by its uuid)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, name))
+
+
+def provider_of(host: workload.BenchHost, used: bool) -> Provider:
+    """``host`` as nova-compute reports it to Placement: the compute
+    node's uuid (as ``workload.compute_node_row``) and hypervisor
+    hostname, ``compute_inventories`` with the node's ratios (else
+    Nova's, ``ratios.resolve_allocation_ratio``), the driver's traits
+    (and ``DISABLED_TRAIT`` when its service is disabled, Nova 20+),
+    its aggregates and zone aggregate; ``used``: its used vCPUs, MiB and
+    GiB as usages."""
+    spec = host.spec
+    features = host.cpu_info.get('features', ())
+    traits = set(COMPUTE_TRAITS)
+    traits.update(CPU_FEATURE_TRAITS[flag] for flag in features
+                  if flag in CPU_FEATURE_TRAITS)
+    if host.disabled:
+        traits.add(DISABLED_TRAIT)
+    if host.stats.get('storage') == 'ssd':
+        traits.add(CUSTOM_TRAIT)
+    names = list(spec.aggregates)
+    if spec.availability_zone:
+        names.append(seed.AZ_AGGREGATE_PREFIX + spec.availability_zone)
+    cpu, ram, disk = (ratios.resolve_allocation_ratio(name,
+                                                      getattr(spec, name))
+                      for name in seed.RATIO_NAMES)
+    inventories = compute_inventories(spec.vcpus, spec.memory_mb,
+                                      spec.local_gb, cpu, ram, disk)
+    usages = ({'VCPU': host.vcpus_used, 'MEMORY_MB': host.memory_mb_used,
+               'DISK_GB': host.local_gb_used} if used else {})
+    return Provider(
+        uuid=str(uuid.uuid5(uuid.NAMESPACE_DNS, spec.host)),
+        name=spec.nodename, inventories=inventories,
+        usages={rc: amount for rc, amount in usages.items() if amount},
+        traits=frozenset(traits),
+        aggregates=frozenset(aggregate_uuid(name) for name in names))
+
+
+def generate_providers(count: int, seed_value: int = 0) -> list[Provider]:
+    """``count`` providers of ``workload.generate_hosts(count,
+    seed_value)``, ``USED_SHARE`` of them with usages; the first N of
+    them are those of a smaller ``count``."""
+    rng = random.Random('placement-usages:%s' % seed_value)
+    return [provider_of(host, rng.random() < USED_SHARE)
+            for host in workload.generate_hosts(count, seed_value)]
+
+
+def queries() -> list[dict[str, str]]:
+    """Nova-like ``GET /allocation_candidates`` queries: a small and a
+    large flavor, one requiring ``CUSTOM_TRAIT``, one in the aggregate
+    of zone ``QUERY_ZONE`` (``member_of=in:``, as Nova's availability
+    zone request filter).  Each forbids ``COMPUTE_STATUS_DISABLED``, as
+    Nova's compute status filter does (Nova 20+); no ``limit``."""
+    small = 'VCPU:1,MEMORY_MB:512,DISK_GB:10'
+    return [
+        {'resources': small, 'required': '!' + DISABLED_TRAIT},
+        {'resources': 'VCPU:16,MEMORY_MB:65536,DISK_GB:500',
+         'required': '!' + DISABLED_TRAIT},
+        {'resources': 'VCPU:2,MEMORY_MB:4096,DISK_GB:40',
+         'required': '%s,!%s' % (CUSTOM_TRAIT, DISABLED_TRAIT)},
+        {'resources': small, 'required': '!' + DISABLED_TRAIT,
+         'member_of': 'in:' + aggregate_uuid(
+             seed.AZ_AGGREGATE_PREFIX + QUERY_ZONE)},
+    ]
+
+
+def cycle(items: Sequence[Any], count: int) -> list[Any]:
+    """``count`` items, going round ``items``."""
+    return [items[index % len(items)] for index in range(count)]
+
+
+def seed_providers(url: str, providers: Sequence[Provider],
+                   threads: int = SEED_THREADS, progress: bool = True,
+                   label: str = 'seeding') -> None:
+    """Write ``providers`` (``write_provider`` and ``write_usages``) into
+    the Placement at ``url`` from ``threads`` threads, each with its own
+    client; the first failure stops the rest and is raised."""
+    from tqdm import tqdm
+
+    local = threading.local()
+
+    def write(provider: Provider) -> None:
+        api = getattr(local, 'api', None)
+        if api is None:
+            api = local.api = client(url)
+        write_provider(api, provider)
+        write_usages(api, provider)
+
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool, tqdm(
+            total=len(providers), desc=label, unit='rp', leave=False,
+            disable=not progress) as bar:
+        futures = [pool.submit(write, provider) for provider in providers]
+        try:
+            for future in concurrent.futures.as_completed(futures):
+                future.result()
+                bar.update(1)
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+
+
+# ------------------------------------------------------------- measure --
+
+def our_candidates(table: candidates.ProviderTable,
+                   params: Mapping[str, str]) -> dict[str, Any]:
+    """Our answer to one ``GET /allocation_candidates`` query (``params``
+    as Placement's query string): ``RequestGroup.from_query`` then
+    ``allocation_candidates``, Placement's body at microversion 1.36.
+    The decision (filters and weighers over these candidates) is to be
+    added after this step."""
+    return candidates.allocation_candidates(
+        table, candidates.RequestGroup.from_query(params))
+
+
+def placement_candidates(api: Any, params: Mapping[str, str]) -> Any:
+    """Placement's reply (not parsed) to ``GET /allocation_candidates``
+    with ``params``, at ``api``'s microversion."""
+    return call(api, 'GET', '/allocation_candidates', params=dict(params))
+
+
+def candidate_uuids(body: Mapping[str, Any]) -> frozenset[str]:
+    """The providers of an allocation candidates body's allocation
+    requests."""
+    return frozenset(rp for request in body['allocation_requests']
+                     for rp in request['allocations'])
+
+
+@dataclasses.dataclass
+class Answers:
+    """Latencies (ms) of the queries answered and their candidates."""
+
+    latencies_ms: list[float] = dataclasses.field(default_factory=list)
+    uuids: list[frozenset[str]] = dataclasses.field(default_factory=list)
+    truncated: bool = False
+
+
+def time_queries(answer: Callable[[Mapping[str, str]], Any],
+                 digest: Callable[[Any], frozenset[str]],
+                 queries_: Sequence[Mapping[str, str]],
+                 budget_s: float | None = None,
+                 bar: Any = None) -> Answers:
+    """Time ``answer(query)`` for each query (ms; ``digest`` of its
+    result, the candidates' uuids, is taken after the clock stops);
+    after ``inprocess.MIN_REQUESTS`` queries, stop once ``budget_s``
+    seconds have passed (``--time-budget``, as the other modes)."""
+    answers = Answers()
+    started = time.monotonic()
+    for done, params in enumerate(queries_):
+        if (budget_s is not None and done >= inprocess.MIN_REQUESTS and
+                time.monotonic() - started > budget_s):
+            answers.truncated = True
+            break
+        begin = time.perf_counter()
+        result = answer(params)
+        answers.latencies_ms.append((time.perf_counter() - begin) * 1000.0)
+        answers.uuids.append(digest(result))
+        del result      # not kept while the next one is timed
+        if bar is not None:
+            bar.update(1)
+    return answers
+
+
+def _prefixed(prefix: str, latencies_ms: Sequence[float]) -> dict:
+    return {prefix + name: value for name, value
+            in report.percentiles_ms(list(latencies_ms)).items()}
+
+
+def measure(api: Any, engine: Any, written: Collection[str],
+            settings: Any) -> dict[str, Any]:
+    """The figures of one size (``written``: the uuids of the providers
+    in Placement): the row without its seeding fields (see the
+    module)."""
+    with engine.connect() as connection:
+        begin = time.perf_counter()
+        read = database.read_providers(connection)
+        load_ms = (time.perf_counter() - begin) * 1000.0
+    if {p.uuid for p in read} != set(written):
+        raise BenchError('--placement-database holds %d providers, not the '
+                         '%d written through --placement-url: is it that '
+                         "Placement's database?" % (len(read), len(written)))
+    table = candidates.ProviderTable(read)
+    shapes = queries()
+    for params in cycle(shapes, settings.warmup):
+        our_candidates(table, params)
+        placement_candidates(api, params)
+    measured = cycle(shapes, settings.requests)
+    label = '%s %s providers' % (PLACEMENT, '{:,}'.format(len(read)))
+    with inprocess.progress_bar(len(measured), label + ': Placement',
+                                settings.progress) as bar:
+        theirs = time_queries(
+            lambda params: placement_candidates(api, params),
+            lambda reply: candidate_uuids(reply.json()), measured,
+            settings.time_budget_s, bar)
+    # Ours answers the queries Placement answered within the budget.
+    measured = measured[:len(theirs.latencies_ms)]
+    with inprocess.progress_bar(len(measured), label + ': ours',
+                                settings.progress) as bar:
+        ours = time_queries(lambda params: our_candidates(table, params),
+                            candidate_uuids, measured, bar=bar)
+    # Without the shaping into Placement's body: the providers only.
+    unshaped = time_queries(
+        lambda params: table.candidates(
+            candidates.RequestGroup.from_query(params)),
+        lambda found: frozenset(p.uuid for p in found), measured)
+    compared = list(zip(theirs.uuids, ours.uuids, strict=True))
+    row: dict[str, Any] = {
+        'mode': PLACEMENT, 'hosts': len(read), 'providers': len(read),
+        'microversion': NOVA_MICROVERSION,
+        'load_ms': round(load_ms, 3), 'requests': len(compared),
+        'truncated': theirs.truncated,
+        'mismatches': sum(a != b for a, b in compared),
+        'candidates_mean': round(sum(len(a) for a, _ in compared) /
+                                 max(1, len(compared)), 1)}
+    row.update(_prefixed('placement_', theirs.latencies_ms))
+    row.update(_prefixed('ours_', ours.latencies_ms))
+    row.update(_prefixed('ours_unshaped_', unshaped.latencies_ms))
+    row['speedup'] = (round(row['placement_p50_ms'] / row['ours_p50_ms'], 1)
+                      if row['ours_p50_ms'] else None)
+    row['target_speedup'] = SPEEDUP_TARGETS.get(len(read))
+    row['meets_target'] = (None if row['target_speedup'] is None else
+                           row['speedup'] is not None and
+                           row['speedup'] >= row['target_speedup'])
+    return row
+
+
+def require(url: str | None, database_url: str | None) -> tuple[str, str]:
+    """``(url, database_url)``; BenchError unless both the Placement and
+    its database are given."""
+    if url and database_url:
+        return url, database_url
+    missing = [option for option, value in (
+        ('--placement-url', url), ('--placement-database', database_url))
+        if not value]
+    raise BenchError('--mode placement needs %s (a noauth2 Placement '
+                     'holding no resource provider, and the SQLAlchemy '
+                     'URL of its database)' % ' and '.join(missing))
+
+
+def check_empty(api: Any, engine: Any, url: str) -> None:
+    """BenchError unless Placement and its database hold no provider."""
+    held = call_json(api, 'GET', '/resource_providers')['resource_providers']
+    if held:
+        raise BenchError('the Placement at %s holds %d resource provider(s);'
+                         ' --mode placement needs one without any (it '
+                         'writes its own)' % (url, len(held)))
+    try:
+        with engine.connect() as connection:
+            stored = len(database.read_providers(connection))
+    except sa.exc.SQLAlchemyError as exc:
+        raise BenchError("cannot read Placement's database "
+                         '(--placement-database): %s'
+                         % str(exc).splitlines()[0]) from exc
+    if stored:
+        raise BenchError('--placement-database holds %d resource '
+                         'provider(s) but the Placement at %s none: is it '
+                         "that Placement's database?" % (stored, url))
+
+
+def run(settings: Any, placement_url: str | None,
+        database_url: str | None,
+        emit: Callable[[dict], None] | None = None) -> list[dict[str, Any]]:
+    """Measure every size of ``settings.hosts`` (increasing) on the
+    Placement at ``placement_url`` and its database ``database_url`` (see
+    the module); ``emit(row)`` as each row is measured.  Returns the
+    rows."""
+    url, database_url = require(placement_url, database_url)
+    sizes = sorted(set(settings.hosts))
+    api = client(url)
+    engine = sa.create_engine(database_url, poolclass=sa.pool.NullPool)
+    rows = []
+    try:
+        check_empty(api, engine, url)
+        ensure(api, traits=[CUSTOM_TRAIT])
+        written: set[str] = set()
+        for size in sizes:
+            # Only the uuids stay: the generated providers would weigh on
+            # the garbage collector while ours are timed.
+            added = generate_providers(size, settings.seed)[len(written):]
+            seeded = len(added)
+            started = time.monotonic()
+            seed_providers(url, added, progress=settings.progress,
+                           label='%s %s providers: seeding' % (
+                               PLACEMENT, '{:,}'.format(size)))
+            seed_s = time.monotonic() - started
+            written.update(provider.uuid for provider in added)
+            del added
+            row = measure(api, engine, written, settings)
+            row.update(seeded=seeded, seed_s=round(seed_s, 2),
+                       seed_threads=SEED_THREADS)
+            rows.append(row)
+            if emit is not None:
+                emit(row)
+    finally:
+        engine.dispose()
+    return rows
+
+
+# --------------------------------------------------------------- table --
+
+def print_table(rows: Sequence[Mapping[str, Any]], console: Any = None
+                ) -> None:
+    """Print the placement rows as a rich table."""
+    import sys
+
+    from rich.console import Console
+    from rich.table import Table
+
+    fmt = report._fmt
+    if console is None:
+        console = Console(width=None if sys.stdout.isatty() else 150)
+    table = Table(
+        title='scheduler-bench placement: GET /allocation_candidates '
+              '(microversion %s, no limit), Placement against ours'
+              % NOVA_MICROVERSION,
+        caption='seeding: s to write the providers added for this size '
+                'through the REST API (%d threads); load: read_providers '
+                "from Placement's database, ms; latencies in ms over the "
+                'same requests (Placement: at the client); speed-up: '
+                'Placement p50 / ours p50, times (/ target); mismatches: '
+                'requests whose candidate providers differ; unshaped: ours '
+                'without the shaping into Placement\'s body' % SEED_THREADS)
+    for name in ('providers', 'req', 'seeding s', 'load ms',
+                 'Placement p50', 'Placement p99', 'ours p50', 'ours p99',
+                 'speed-up', 'mismatches', 'meets', 'unshaped p50'):
+        table.add_column(name, justify='right')
+    for row in rows:
+        requests = str(row['requests']) + ('*' if row['truncated'] else '')
+        speedup = report._pair(row['speedup'], row['target_speedup'], 0)
+        table.add_row(
+            '{:,}'.format(row['providers']), requests, fmt(row['seed_s']),
+            fmt(row['load_ms']), fmt(row['placement_p50_ms'], 2),
+            fmt(row['placement_p99_ms'], 2), fmt(row['ours_p50_ms'], 2),
+            fmt(row['ours_p99_ms'], 2), speedup,
+            ('[red]%d[/]' if row['mismatches'] else '%d')
+            % row['mismatches'], report._verdict(row),
+            fmt(row['ours_unshaped_p50_ms'], 2))
+    console.print(table)
+    if any(row['truncated'] for row in rows):
+        console.print('* stopped by the time budget (--time-budget)')
