@@ -185,6 +185,10 @@ class ProviderTable:
         self.providers = list(providers)
         self.row_of = {p.uuid: row for row, p in enumerate(self.providers)}
         self._columns: dict[str, _Column] = {}
+        # One bool array per trait / aggregate asked so far: which
+        # providers have it.
+        self._traits: dict[str, np.ndarray] = {}
+        self._aggregates: dict[str, np.ndarray] = {}
 
     def _column(self, rc: str) -> _Column:
         column = self._columns.get(rc)
@@ -200,6 +204,10 @@ class ProviderTable:
             self.providers[row] = provider
             for column in self._columns.values():
                 column.set(row, provider)
+            for trait, has in self._traits.items():
+                has[row] = trait in provider.traits
+            for aggregate, has in self._aggregates.items():
+                has[row] = aggregate in provider.aggregates
 
     def consume(self, uuid: str, resources: Mapping[str, int]) -> None:
         """Add ``resources`` to the use of provider ``uuid``, as a claim
@@ -222,22 +230,37 @@ class ProviderTable:
     def matches(self, group: RequestGroup) -> np.ndarray:
         """Boolean mask over the providers: which match the traits,
         aggregates and tree of ``group``."""
-        size = len(self.providers)
-        mask = np.ones(size, dtype=bool)
+        mask = np.ones(len(self.providers), dtype=bool)
         if group.in_tree is not None:
             mask[:] = False
             row = self.row_of.get(group.in_tree)
             if row is not None:
                 mask[row] = True
-        if group.required or group.forbidden:
-            mask &= np.fromiter((_traits_match(p, group)
-                                 for p in self.providers), dtype=bool,
-                                count=size)
-        if group.member_of or group.forbidden_aggregates:
-            mask &= np.fromiter((_aggregates_match(p, group)
-                                 for p in self.providers), dtype=bool,
-                                count=size)
+        for wanted in group.required:
+            mask &= self._any(self._traits, 'traits', wanted)
+        if group.forbidden:
+            mask &= ~self._any(self._traits, 'traits', group.forbidden)
+        for wanted in group.member_of:
+            mask &= self._any(self._aggregates, 'aggregates', wanted)
+        if group.forbidden_aggregates:
+            mask &= ~self._any(self._aggregates, 'aggregates',
+                               group.forbidden_aggregates)
         return mask
+
+    def _any(self, cache: dict[str, np.ndarray], field: str,
+             names: Iterable[str]) -> np.ndarray:
+        """Which providers have at least one of ``names`` in their
+        ``field`` (``traits`` or ``aggregates``), from one cached bool
+        array per name."""
+        found = np.zeros(len(self.providers), dtype=bool)
+        for name in names:
+            has = cache.get(name)
+            if has is None:
+                has = cache[name] = np.fromiter(
+                    (name in getattr(p, field) for p in self.providers),
+                    dtype=bool, count=len(self.providers))
+            found |= has
+        return found
 
     def fits(self, group: RequestGroup) -> np.ndarray:
         """Boolean mask over the providers: which can hold ``group``."""
@@ -247,18 +270,6 @@ class ProviderTable:
         """The providers that can hold ``group``, in table order."""
         return [self.providers[row]
                 for row in np.flatnonzero(self.fits(group)).tolist()]
-
-
-def _traits_match(provider: Provider, group: RequestGroup) -> bool:
-    return (all(provider.traits & wanted for wanted in group.required)
-            and not provider.traits & group.forbidden)
-
-
-def _aggregates_match(provider: Provider, group: RequestGroup) -> bool:
-    return (all(provider.aggregates & wanted for wanted in group.member_of)
-            and not provider.aggregates & group.forbidden_aggregates)
-
-
 
 
 def allocation_candidates(table: ProviderTable, group: RequestGroup
