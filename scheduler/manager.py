@@ -179,7 +179,7 @@ class SchedulerManager:
                 ctxt, request_spec, filter_properties)
         elif isinstance(spec_obj, request_spec_obj.RequestSpec):
             manifest = selection_obj.reply_manifest(spec_obj.VERSION)
-        spec_obj = self._checked_spec(spec_obj, instance_uuids)
+        spec_obj = self.checked_spec(spec_obj, instance_uuids)
         return objects_base.backport(
             self._select(ctxt, spec_obj, instance_uuids, return_objects,
                          return_alternates), manifest)
@@ -214,7 +214,12 @@ class SchedulerManager:
         return [picks[0].to_dict() for picks in selections]
 
     @staticmethod
-    def _checked_spec(spec_obj, instance_uuids):
+    def checked_spec(spec_obj, instance_uuids):
+        """``spec_obj`` with its defaults, checked as every call's is (also
+        by ``scheduler-manage explain``).  Raises InvalidRequestSpec for a
+        spec that is not a RequestSpec, a bad ``instance_uuids`` list or
+        an invalid field; PlacementRequired (outside Placement mode) for
+        what only Placement can check."""
         if not isinstance(spec_obj, request_spec_obj.RequestSpec):
             raise exception.InvalidRequestSpec(
                 reason='spec_obj must be a RequestSpec object, not %s'

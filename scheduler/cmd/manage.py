@@ -9,6 +9,7 @@ Usage::
     scheduler-manage [--config-file F] aggregate create|delete|add-host|
                                                  remove-host|set-metadata|
                                                  list|show ...
+    scheduler-manage [--config-file F] explain [--spec FILE | --vcpus N ...]
     scheduler-manage help [COMMAND]
 
 ``db sync`` creates or upgrades the schema of ``[database] connection``
@@ -47,6 +48,7 @@ from oslo_log import log as logging
 
 from scheduler import config
 from scheduler.cmd import manage_aggregates
+from scheduler.cmd import manage_explain
 from scheduler.cmd import manage_hosts
 from scheduler.conf import CONF
 from scheduler.db import migration
@@ -95,6 +97,7 @@ COMMANDS: dict[str, type[command.Command]] = {
     'db version': DbVersion,
     **manage_hosts.COMMANDS,
     **manage_aggregates.COMMANDS,
+    **manage_explain.COMMANDS,
 }
 
 

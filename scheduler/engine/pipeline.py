@@ -84,7 +84,7 @@ class Pipeline:
         never returned.  The source host of a move (resize, migration,
         evacuation) is removed first by ``moves.exclude_source``.
         """
-        hosts, forced = _prefilter(hosts, spec_obj)
+        hosts, forced = prefilter(hosts, spec_obj)
         if forced or not hosts:
             return hosts
         return self.filter_handler.get_filtered_objects(
@@ -106,7 +106,7 @@ class Pipeline:
         need (see ``HostFilterHandler.get_filtered_rows``)."""
         table = self.view.table
         if _needs_prefilter(table, spec_obj):
-            hosts, forced = _prefilter(table.states_at(rows), spec_obj)
+            hosts, forced = prefilter(table.states_at(rows), spec_obj)
             rows = table.rows_of(hosts)
             if forced or not hosts:
                 return rows, []
@@ -205,7 +205,7 @@ class Ranking:
 
 
 def _needs_prefilter(table, spec_obj):
-    """Whether ``_prefilter`` may change anything for this request: one
+    """Whether ``prefilter`` may change anything for this request: one
     of its fields is set, or the instance already runs on a host of
     ``table`` (a move, see ``moves.exclude_source``)."""
     uuid = spec_obj.obj_get('instance_uuid')
@@ -217,7 +217,7 @@ def _needs_prefilter(table, spec_obj):
                 (uuid and table.rows_with_instance(uuid)))
 
 
-def _prefilter(hosts, spec_obj):
+def prefilter(hosts, spec_obj):
     """Apply requested_destination, the move source and ignore/force.
     Returns ``(hosts, forced)``; ``forced`` means the filters are skipped
     (forced hosts or nodes, unless the request is a rebuild check)."""

@@ -90,6 +90,22 @@ class BaseHostFilter:
         for a passing host (nothing by default).  Called for the hosts the
         driver returns when the filter ran as ``host_mask``."""
 
+    # What ``explain_group`` says by default (None: "rejected by <name>").
+    explain_label: typing.ClassVar[str | None] = None
+
+    def explain(self, host_state: 'HostState',
+                spec_obj: 'RequestSpec') -> str:
+        """One line saying why ``host_state`` fails this filter, in the
+        filter's own terms and units (``scheduler-manage explain``; never
+        called while scheduling).  Only asked of a failing host."""
+        return 'rejected by %s' % type(self).__name__
+
+    def explain_group(self, host_state: 'HostState',
+                      spec_obj: 'RequestSpec') -> str:
+        """A short label grouping the hosts that fail this filter for the
+        same kind of reason (``2 down``, ``1 insufficient RAM``)."""
+        return self.explain_label or 'rejected by %s' % type(self).__name__
+
 
 def _is_rebuild(spec_obj: 'RequestSpec') -> bool:
     check_type = spec_obj.get_scheduler_hint('_nova_check_type')
@@ -199,9 +215,28 @@ def _log_no_hosts(spec_obj: 'RequestSpec',
                   history: list[tuple[str, int, int]]) -> None:
     LOG.info('Filter %s returned 0 hosts', history[-1][0])
     LOG.info("Filtering removed all hosts for the request with "
-             "instance ID '%s'. Filter results: %s",
+             "instance ID '%s'. Filter results: %s; %s",
              spec_obj.obj_get('instance_uuid'),
-             ['%s: (start: %d, end: %d)' % h for h in history])
+             ['%s: (start: %d, end: %d)' % h for h in history],
+             removal_summary(history))
+
+
+def removal_summary(history: list[tuple[str, int, int]]) -> str:
+    """``0/4 hosts available: 2 ComputeFilter, 1 RamFilter``: the hosts
+    each filter of ``history`` (``(name, start, end)``) removed, most
+    first (counts only: no host is named)."""
+    if not history:
+        return '0/0 hosts available'
+    removed: dict[str, int] = {}
+    for name, start, end in history:
+        if start > end:
+            removed[name] = removed.get(name, 0) + start - end
+    groups = sorted(removed.items(), key=lambda item: (-item[1], item[0]))
+    text = '%d/%d hosts available' % (history[-1][2], history[0][1])
+    if groups:
+        text += ': ' + ', '.join('%d %s' % (count, name)
+                                 for name, count in groups)
+    return text
 
 
 def all_filters() -> list[type[BaseHostFilter]]:

@@ -51,6 +51,21 @@ class AggregateInstanceExtraSpecsFilter(BaseHostFilter):
                 return False
         return True
 
+    explain_label = 'aggregate metadata mismatch'
+
+    def explain(self, host_state, spec_obj):
+        """The first extra spec the host's aggregates fail."""
+        extra_specs = spec_obj.flavor.obj_get('extra_specs') or {}
+        metadata = utils.aggregate_metadata_get_by_host(host_state)
+        for key, requirement in extra_specs.items():
+            own = _own_key(key)
+            if own is None or _any_matches(metadata.get(own), requirement):
+                continue
+            return 'extra spec %s=%s, the host\'s aggregates have %s' % (
+                key, requirement,
+                ', '.join(sorted(metadata.get(own) or ())) or 'none')
+        return super().explain(host_state, spec_obj)
+
 
 def _own_key(key):
     """The aggregate key to check for an extra spec key, or None when the

@@ -42,6 +42,13 @@ class AggregateMultiTenancyIsolation(BaseHostFilter):
             return False
         return True
 
+    explain_label = 'reserved for other projects'
+
+    def explain(self, host_state, spec_obj):
+        return 'aggregates reserve the host for projects %s, not %s' % (
+            ', '.join(sorted(_allowed_tenants(host_state))),
+            spec_obj.get('project_id'))
+
 
 def _allowed_tenants(host_state):
     tenants = set()

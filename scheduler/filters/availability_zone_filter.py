@@ -43,6 +43,15 @@ class AvailabilityZoneFilter(filters.BaseHostFilter):
                                 'zones': sorted(zones)})
         return False
 
+    def explain(self, host_state, spec_obj):
+        return 'in availability zone %s, %s asked' % (
+            ', '.join(sorted(self._host_zones(host_state))),
+            spec_obj.get('availability_zone'))
+
+    def explain_group(self, host_state, spec_obj):
+        return 'not in availability zone %s' % spec_obj.get(
+            'availability_zone')
+
     def host_mask(self, table, rows, spec_obj):
         if not spec_obj.get('availability_zone'):
             return np.ones(len(rows), dtype=bool)

@@ -56,6 +56,20 @@ class ComputeCapabilitiesFilter(filters.BaseHostFilter):
                 return False
         return True
 
+    explain_label = 'capabilities mismatch'
+
+    def explain(self, host_state, spec_obj):
+        """The first extra spec the host fails, with its value there."""
+        extra_specs = spec_obj.flavor.obj_get('extra_specs') or {}
+        for key, requirement in extra_specs.items():
+            path = self._capability_path(host_state, key)
+            if path is None or self._satisfies(host_state, path,
+                                               requirement):
+                continue
+            return 'extra spec %s=%s, the host has %s' % (
+                key, requirement, resolve_capability(host_state, path))
+        return super().explain(host_state, spec_obj)
+
     def host_mask(self, table, rows, spec_obj):
         if not spec_obj.flavor.obj_get('extra_specs'):
             return np.ones(len(rows), dtype=bool)

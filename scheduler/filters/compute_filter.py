@@ -46,6 +46,32 @@ class ComputeFilter(filters.BaseHostFilter):
             return False
         return True
 
+    def explain(self, host_state, spec_obj):
+        """Why the service fails: none, disabled (with its reason),
+        forced down, or its last heartbeat too old."""
+        service = host_state.service
+        if not service:
+            return 'no compute service record'
+        if service.get('disabled'):
+            return 'compute service disabled (reason: %s)' % (
+                service.get('disabled_reason') or 'none given')
+        if service.get('forced_down'):
+            return 'compute service forced down'
+        last = servicegroup.last_heartbeat(service)
+        if last is None:
+            return 'compute service down: no heartbeat ever'
+        age = abs((timeutils.utcnow() - last).total_seconds())
+        return ('compute service down: last heartbeat %s, %d s ago '
+                '(service_down_time %d s)' % (
+                    last.isoformat(timespec='seconds'), age,
+                    servicegroup.service_down_time()))
+
+    def explain_group(self, host_state, spec_obj):
+        service = host_state.service
+        if not service:
+            return 'no compute service'
+        return 'disabled' if service.get('disabled') else 'down'
+
     def host_mask(self, table, rows, spec_obj):
         mask = (table.up_mask(timeutils.utcnow())[rows] &
                 ~table.columns['disabled'][rows])

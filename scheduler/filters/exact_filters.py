@@ -13,6 +13,7 @@ import typing
 from oslo_log import log as logging
 
 from scheduler.filters import BaseHostFilter
+from scheduler.filters import overcommit
 from scheduler.resources import capacity
 
 LOG = logging.getLogger(__name__)
@@ -52,6 +53,16 @@ class _BaseExactFilter(BaseHostFilter):
         host_state.limits[self.limit_key] = self._total(host_state)
         return True
 
+    def explain(self, host_state: typing.Any, spec_obj: typing.Any) -> str:
+        """``exactly 2,048 MB of usable RAM asked, the host has 4,096``."""
+        return 'exactly %s %s asked, the host has %s' % (
+            overcommit.amount(self._requested(spec_obj)), self.resource,
+            overcommit.amount(self._free(host_state)))
+
+    def explain_group(self, host_state: typing.Any,
+                      spec_obj: typing.Any) -> str:
+        return 'no exact fit (%s)' % type(self).__name__
+
 
 class ExactRamFilter(_BaseExactFilter):
     """Pass when the flavor's ``memory_mb`` equals the host's
@@ -79,6 +90,11 @@ class ExactCoreFilter(_BaseExactFilter):
             LOG.debug('%s reports no vCPUs', host_state)
             return False
         return super().host_passes(host_state, spec_obj)
+
+    def explain(self, host_state: typing.Any, spec_obj: typing.Any) -> str:
+        if not host_state.vcpus_total:
+            return 'the host reports no vCPUs'
+        return super().explain(host_state, spec_obj)
 
 
 class ExactDiskFilter(_BaseExactFilter):

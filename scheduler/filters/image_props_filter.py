@@ -143,6 +143,26 @@ class ImagePropertiesFilter(filters.BaseHostFilter):
             return False
         return self._version_ok(host_state, props)
 
+    explain_label = 'image properties unsupported'
+
+    def explain(self, host_state, spec_obj):
+        """The architecture, hypervisor type and VM mode asked and what
+        the host supports, or the hypervisor version asked and its."""
+        props = _image_properties(spec_obj)
+        try:
+            requested = _requested_triple(props)
+        except InvalidImageProperty as exc:
+            return 'the image cannot be placed: %s' % exc
+        supported = host_state.supported_instances or []
+        if not self._supports(supported, requested):
+            return 'image asks %s, the host supports %s' % (
+                '/'.join(item or '*' for item in requested),
+                ', '.join('/'.join(str(v) for v in entry)
+                          for entry in supported) or 'nothing')
+        return 'image asks hypervisor version %s, the host has %s' % (
+            props.get('img_hv_requested_version'),
+            host_state.hypervisor_version)
+
     def host_mask(self, table, rows, spec_obj):
         try:
             requested = _requested_triple(_image_properties(spec_obj))

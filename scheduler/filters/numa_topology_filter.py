@@ -146,6 +146,19 @@ class NUMATopologyFilter(filters.BaseHostFilter):
             LOG.warning('Instance %(uuid)s cannot be scheduled: %(error)s',
                         {'uuid': key[0], 'error': error})
 
+    explain_label = 'NUMA topology does not fit'
+
+    def explain(self, host_state, spec_obj):
+        """Generic: a CPU policy conflict, or no fit of the topology."""
+        try:
+            resolve_cpu_policies(spec_obj)
+        except CPUPolicyConflict as exc:
+            return 'CPU policy conflict: %s' % exc
+        if spec_obj.obj_get('numa_topology') is None:
+            return "CPU policy 'require' threads, the host has none"
+        return ('the requested NUMA topology (CPU, RAM, pinning, '
+                'hugepages, PCI) does not fit the host\'s NUMA cells')
+
     def host_passes(self, host_state, spec_obj):
         try:
             cpu_policy, thread_policy = resolve_cpu_policies(spec_obj)

@@ -50,6 +50,24 @@ MESSAGES = {
 }
 
 
+# ``explain``'s words, by ``Measure.name``: (group label, resource,
+# unit of the request and of the check).
+EXPLAINED = {
+    capacity.MEMORY_MB.name: ('insufficient RAM', 'RAM', ' MiB'),
+    capacity.VCPUS.name: ('insufficient vCPUs', 'vCPUs', ''),
+    capacity.DISK_MB.name: ('insufficient disk', 'disk', ' MiB'),
+}
+
+
+def amount(value: typing.Any) -> str:
+    """``1,536`` or ``1,536.5``: an amount as ``explain`` prints it."""
+    if value is None:
+        return 'none'
+    if float(value) == int(value):
+        return '{:,}'.format(int(value))
+    return '{:,.1f}'.format(value)
+
+
 def allocation_ratio_rows(host_filter: typing.Any, table: 'HostTable',
                           rows: npt.NDArray[np.intp], spec_obj: typing.Any,
                           ratio_name: str) -> npt.NDArray[np.float64]:
@@ -117,6 +135,33 @@ class OvercommitFilter(filters.BaseHostFilter):
             LOG.debug(too_big if check.verdict == capacity.TOO_BIG else short,
                       values)
         return check.fits
+
+    def explain(self, host_state: 'HostState',
+                spec_obj: 'RequestSpec') -> str:
+        """``1,536 MiB free RAM after ratio 1.5, 2,048 MiB asked`` (free:
+        ``total * ratio - used``), or ``4 vCPUs asked, more than the
+        host's 2 in total`` (no instance overcommits against itself)."""
+        measure = self.measure
+        _label, noun, unit = EXPLAINED[measure.name]
+        get = functools.partial(getattr, host_state)
+        requested = getattr(spec_obj, measure.request)
+        total = measure.total(get)
+        ratio = self.allocation_ratio(host_state, spec_obj)
+        check = capacity.host_check(measure, total,
+                                    measure.in_use(get, total),
+                                    lambda: ratio, requested)
+        if check.verdict == capacity.TOO_BIG:
+            return '%s%s %s asked, more than the host\'s %s%s in total' % (
+                amount(requested), unit, noun, amount(total), unit)
+        if check.verdict == capacity.SHORT:
+            return '%s%s free %s after ratio %s, %s%s asked' % (
+                amount(check.available), unit, noun, ratio,
+                amount(requested), unit)
+        return super().explain(host_state, spec_obj)
+
+    def explain_group(self, host_state: 'HostState',
+                      spec_obj: 'RequestSpec') -> str:
+        return EXPLAINED[self.measure.name][0]
 
     def host_mask(self, table: 'HostTable', rows: npt.NDArray[np.intp],
                   spec_obj: 'RequestSpec') -> npt.NDArray[np.bool_]:

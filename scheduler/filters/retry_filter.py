@@ -33,6 +33,12 @@ class RetryFilter(filters.BaseHostFilter):
             return False
         return True
 
+    explain_label = 'already tried'
+
+    def explain(self, host_state, spec_obj):
+        return 'node %s:%s already tried for this request (retry)' % (
+            host_state.host, host_state.nodename)
+
     def host_mask(self, table, rows, spec_obj):
         retry = spec_obj.get('retry')
         if retry is None:

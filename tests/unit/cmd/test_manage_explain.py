@@ -1,0 +1,131 @@
+"""``scheduler-manage explain`` on SQLite, in-process (``main(argv)``)."""
+
+import datetime
+import json
+import logging
+
+import pytest
+import sqlalchemy as sa
+from oslo_utils import timeutils
+
+from scheduler.cmd import manage
+from scheduler.conf import CONF
+from scheduler.db import api
+from scheduler.db import models
+from scheduler_tools import seed
+from scheduler_tools import writers
+
+FAILING = ('0/4 hosts available: 1 disabled, 1 down, 1 insufficient RAM, '
+           '1 not in availability zone nova')
+
+
+@pytest.fixture
+def cli(tmp_path, capsys):
+    url = 'sqlite:///%s' % (tmp_path / 'scheduler.sqlite')
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    context = seed.use_database(url)
+    seed.add_compute(context, 'host-a', disabled=True)
+    seed.add_compute(context, 'host-b', last_seen_up=timeutils.utcnow()
+                     - datetime.timedelta(hours=1))
+    seed.add_compute(context, 'host-c', memory_mb=4096, memory_mb_used=4608)
+    seed.add_compute(context, 'host-d')
+    seed.add_aggregate(context, 'az2', ['host-d'],
+                       {'availability_zone': 'az2'})
+    conf = tmp_path / 'scheduler.conf'
+    conf.write_text('[DEFAULT]\ntransport_url = fake:/\n'
+                    '[database]\nconnection = %s\n' % url)
+
+    def run(*argv):
+        capsys.readouterr()
+        status = manage.main(['--config-file', str(conf)] + list(argv))
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    run.context = context
+    yield run
+    writers.reset_engine()
+    CONF.clear_default('use_stderr')
+    CONF([], project='scheduler', default_config_files=[],
+         default_config_dirs=[])
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    for handler in handlers:
+        root.addHandler(handler)
+    root.setLevel(level)
+
+
+def _rows():
+    """Every row explain must leave alone: claims and compute nodes."""
+    with api.get_engine().connect() as connection:
+        return [[dict(row) for row in connection.execute(
+            sa.select(table)).mappings()]
+            for table in (models.SchedulerClaim.__table__,
+                          models.NodeClaims.__table__, api.COMPUTE_NODES)]
+
+
+def test_a_failing_request_is_explained(cli):
+    status, out, err = cli('explain', '--memory-mb', '2048',
+                           '--availability-zone', 'nova')
+    assert status == 0, err
+    assert FAILING in out
+    assert ('host-c: claim refused: memory_mb: 1,536 free of 4,096 x 1.5, '
+            '2,048 asked') in out
+    assert 'host-a: compute service disabled (reason: none given)' in out
+    assert 'host-d: in availability zone az2, nova asked' in out
+    assert 'ComputeFilter                      2 -> 0' in out
+    assert 'Nearest misses (failing 1 filter):' in out
+    assert 'host-d: AvailabilityZoneFilter: in availability zone az2' in out
+    assert 'Chosen' not in out
+
+
+def test_a_fitting_request_claims_nothing(cli):
+    seed.add_compute(cli.context, 'good', memory_mb=32768)
+    before = _rows()
+    status, out, err = cli('explain', '--memory-mb', '2048', '--vcpus', '2',
+                           '--extra-spec', 'hw:cpu_policy=shared',
+                           '--hint', 'a=1', '--format', 'json')
+    assert status == 0, err
+    data = json.loads(out)
+    assert data['chosen'] == [{'host': 'good', 'node': 'good'}]
+    assert data['choice'] == 'best by weight'
+    assert data['summary'] == ('2/5 hosts available: 1 disabled, 1 down, '
+                               '1 insufficient RAM')
+    assert data['request']['extra_specs'] == {'hw:cpu_policy': 'shared'}
+    assert data['request']['scheduler_hints'] == {'a': ['1']}
+    best = data['weighed'][0]
+    assert best['host'] == 'good'
+    assert {w['name'] for w in best['weighers']} >= {'RAMWeigher'}
+    assert _rows() == before
+    status, out, _ = cli('explain', '--memory-mb', '2048')
+    assert 'Chosen (best by weight): good' in out
+    assert 'Best hosts by weight' in out
+    assert 'RAMWeigher' in out and 'raw 32768, normalised 1, x 1 = 1' in out
+    assert _rows() == before
+
+
+def test_a_spec_file_is_read_as_the_service_reads_it(cli, tmp_path):
+    spec = seed.make_spec(memory_mb=2048, availability_zone='nova')
+    path = tmp_path / 'spec.json'
+    path.write_text(json.dumps(spec.obj_to_primitive(), default=str))
+    status, out, err = cli('explain', '--spec', str(path), '-f', 'json')
+    assert status == 0, err
+    data = json.loads(out)
+    assert data['summary'] == FAILING
+    assert data['request']['instance_uuid'] == spec.instance_uuid
+    assert [miss['host'] for miss in data['near_misses']] == [
+        'host-a', 'host-b', 'host-d']
+
+
+def test_bad_requests_are_refused(cli, tmp_path):
+    path = tmp_path / 'spec.json'
+    path.write_text(json.dumps({'nova_object.name': 'Nothing'}))
+    status, out, err = cli('explain', '--spec', str(path))
+    assert status == 1 and out == ''
+    assert err.startswith('scheduler-manage explain: ')
+    status, _, err = cli('explain', '--spec', str(path), '--vcpus', '2')
+    assert status == 2 and '--spec excludes --vcpus' in err
+    status, _, err = cli('explain', '--extra-spec', 'resources:VGPU=1')
+    assert status == 1 and 'Placement' in err
+    status, _, err = cli('explain', '--hint', 'novalue')
+    assert status == 1 and 'KEY=VALUE' in err
