@@ -163,6 +163,7 @@ else
         exit 1
     fi
 fi
+command -v shellcheck >/dev/null || (as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends shellcheck) || log "shellcheck not installed: tests/unit/devstack skips its check"
 
 # --- Nova and Placement, the test parties, in venvs of their own ----------
 
