@@ -94,6 +94,18 @@ class FilterScheduler(base.Scheduler):
             self.notifier, context, spec_obj, 'end')
         return selections
 
+    def best_host(self, context, spec_obj):
+        """The HostState the next decision for ``spec_obj`` would choose
+        for its first instance (its random pick among the best
+        ``host_subset_size`` included), or None when no host passes; the
+        view is refreshed, nothing is consumed or claimed (the
+        benchmark times the decision apart from its claim with it)."""
+        with self.host_manager.lock:
+            self._read_hosts(context, spec_obj)
+            ranking = self.pipeline.ranking(spec_obj)
+            ranking.rank(0, limit=CONF.filter_scheduler.host_subset_size)
+            return ranking.first() if len(ranking) else None
+
     def _schedule(self, context, spec_obj, instance_uuids,
                   return_alternates):
         manager = self.host_manager

@@ -16,20 +16,29 @@ read), ``run`` takes the sizes in increasing order and, for each:
    up to the reply's body read (not parsed); ours through
    ``our_candidates``, the step the decision will follow;
 4. counts the queries whose candidates (the providers of the allocation
-   requests) differ: ``mismatches``, which must be 0.
+   requests) differ: ``mismatches``, which must be 0;
+5. times our decisions in Placement mode over the same fleet
+   (``measure_decisions``): a FilterScheduler with ``[scheduler]
+   use_placement`` on a temporary SQLite database of the compute nodes
+   whose providers these are, without the claim (``decision_*``:
+   refresh, candidates, filters and weighers) and with it
+   (``decision_claim_*``: one ``PUT /allocations`` more).
 
-A row per size (``measure``, ``run``): ``providers``, ``seeded``,
-``seed_s``, ``load_ms``, ``placement_*``, ``ours_*`` and
-``ours_unshaped_*`` (without the shaping into Placement's body)
-latencies in ms (``report.percentiles_ms``), ``speedup`` (Placement's
-p50 / ours), ``target_speedup``, ``meets_target``, ``mismatches``,
-``candidates_mean``.  The providers stay in Placement afterwards.  The
-REST helpers are also the tests' (``tests/placement_api.py``).
+A row per size (``measure``, ``measure_decisions``, ``run``):
+``providers``, ``seeded``, ``seed_s``, ``load_ms``, ``placement_*``,
+``ours_*`` and ``ours_unshaped_*`` (without the shaping into Placement's
+body), ``decision_*`` and ``decision_claim_*`` latencies in ms
+(``report.percentiles_ms``), ``load_view_s``, ``speedup`` (Placement's
+p50 / our decision's), ``target_speedup``, ``meets_target``,
+``mismatches``, ``candidates_mean``.  The providers, and the decisions'
+allocations, stay in Placement afterwards.  The REST helpers are also
+the tests' (``tests/placement_api.py``).
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import random
 import threading
@@ -38,12 +47,14 @@ import uuid
 from collections.abc import Callable
 from collections.abc import Collection
 from collections.abc import Iterable
+from collections.abc import Iterator
 from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
 from keystoneauth1 import adapter
+from keystoneauth1 import loading as ks_loading
 from keystoneauth1 import session
 from keystoneauth1 import token_endpoint
 
@@ -451,13 +462,90 @@ def measure(api: Any, engine: Any, written: Collection[str],
     row.update(_prefixed('placement_', theirs.latencies_ms))
     row.update(_prefixed('ours_', ours.latencies_ms))
     row.update(_prefixed('ours_unshaped_', unshaped.latencies_ms))
-    row['speedup'] = (round(row['placement_p50_ms'] / row['ours_p50_ms'], 1)
-                      if row['ours_p50_ms'] else None)
-    row['target_speedup'] = SPEEDUP_TARGETS.get(len(read))
+    return row
+
+
+def _speedup(row: dict[str, Any]) -> None:
+    """``speedup``: Placement's p50 over our decision's (candidates,
+    filters and weighers, no claim), against ``SPEEDUP_TARGETS``."""
+    row['speedup'] = (round(row['placement_p50_ms'] /
+                            row['decision_p50_ms'], 1)
+                      if row['decision_p50_ms'] else None)
+    row['target_speedup'] = SPEEDUP_TARGETS.get(row['providers'])
     row['meets_target'] = (None if row['target_speedup'] is None else
                            row['speedup'] is not None and
                            row['speedup'] >= row['target_speedup'])
+
+
+@contextlib.contextmanager
+def placement_mode(url: str, database_url: str) -> Iterator[None]:
+    """``[scheduler] use_placement`` on the Placement at ``url`` (noauth2,
+    through ``auth_type = admin_token``) and its database, for the
+    decisions measured in this process; the options are restored after."""
+    from scheduler.conf import CONF
+
+    if 'token' not in CONF.placement:
+        CONF.register_opts(ks_loading.get_auth_plugin_conf_options(
+            'admin_token'), group='placement')
+    overrides = [('use_placement', True, 'scheduler'),
+                 ('auth_type', 'admin_token', 'placement'),
+                 ('endpoint', url, 'placement'),
+                 ('token', 'admin', 'placement'),
+                 ('connection', database_url, 'placement_database')]
+    for name, value, group in overrides:
+        CONF.set_override(name, value, group)
+    try:
+        yield
+    finally:
+        for name, _, group in overrides:
+            CONF.clear_override(name, group)
+
+
+def measure_decisions(url: str, database_url: str, size: int,
+                      settings: Any) -> dict[str, Any]:
+    """The decisions of the Placement mode over ``size`` compute nodes
+    whose providers are the Placement's (``workload.generate_hosts``, as
+    ``generate_providers``): a FilterScheduler in Placement mode on a
+    temporary SQLite database of those nodes, the same single-instance
+    ``plain`` requests timed twice: ``decision_*`` (the view's refresh,
+    the candidates, the filters and weighers: ``best_host``) and
+    ``decision_claim_*`` (``select_destinations``, which claims each
+    instance in Placement with one ``PUT /allocations``).  Latencies in
+    ms; ``load_view_s``: the driver's first load of the view."""
+    from scheduler import drivers
+
+    hosts = workload.generate_hosts(size, settings.seed)
+    bench = workload.Workload(hosts, settings.seed)
+    warmup = bench.requests(1, settings.warmup, 'placement-warmup', 'plain')
+    measured = bench.requests(1, settings.requests, 'placement', 'plain')
+    for request in warmup + measured:
+        request.spec.user_id = 'bench'
+    with inprocess.temporary_sqlite() as ctx, placement_mode(url,
+                                                             database_url):
+        workload.seed_hosts(ctx, hosts)
+        started = time.perf_counter()
+        driver = drivers.load_driver(ctx, name='filter_scheduler')
+        load_view_s = time.perf_counter() - started
+        for request in warmup:
+            driver.best_host(ctx, request.spec)
+        ranked = _latencies_ms(lambda request: driver.best_host(
+            ctx, request.spec), measured)
+        decided = _latencies_ms(lambda request: driver.select_destinations(
+            ctx, request.spec, request.instance_uuids), measured)
+    row = {'load_view_s': round(load_view_s, 2)}
+    row.update(_prefixed('decision_', ranked))
+    row.update(_prefixed('decision_claim_', decided))
     return row
+
+
+def _latencies_ms(call: Callable[[Any], Any], requests: Sequence[Any]
+                  ) -> list[float]:
+    latencies = []
+    for request in requests:
+        begin = time.perf_counter()
+        call(request)
+        latencies.append((time.perf_counter() - begin) * 1000.0)
+    return latencies
 
 
 def require(url: str | None, database_url: str | None) -> tuple[str, str]:
@@ -524,6 +612,8 @@ def run(settings: Any, placement_url: str | None,
             row = measure(api, engine, written, settings)
             row.update(seeded=seeded, seed_s=round(seed_s, 2),
                        seed_threads=SEED_THREADS)
+            row.update(measure_decisions(url, database_url, size, settings))
+            _speedup(row)
             rows.append(row)
             if emit is not None:
                 emit(row)
@@ -553,12 +643,17 @@ def print_table(rows: Sequence[Mapping[str, Any]], console: Any = None
                 'through the REST API (%d threads); load: read_providers '
                 "from Placement's database, ms; latencies in ms over the "
                 'same requests (Placement: at the client); speed-up: '
-                'Placement p50 / ours p50, times (/ target); mismatches: '
-                'requests whose candidate providers differ; unshaped: ours '
-                'without the shaping into Placement\'s body' % SEED_THREADS)
+                'Placement p50 / decision p50, times (/ target); '
+                'mismatches: requests whose candidate providers differ; '
+                'ours: our candidates shaped as Placement\'s body; '
+                'unshaped: without the shaping; decision: refresh, '
+                'candidates, filters and weighers in Placement mode; '
+                '+claim: the decision with its PUT /allocations'
+                % SEED_THREADS)
     for name in ('providers', 'req', 'seeding s', 'load ms',
-                 'Placement p50', 'Placement p99', 'ours p50', 'ours p99',
-                 'speed-up', 'mismatches', 'meets', 'unshaped p50'):
+                 'Placement p50', 'Placement p99', 'ours p50',
+                 'unshaped p50', 'decision p50', 'decision p99',
+                 '+claim p50', 'speed-up', 'mismatches', 'meets'):
         table.add_column(name, justify='right')
     for row in rows:
         requests = str(row['requests']) + ('*' if row['truncated'] else '')
@@ -567,10 +662,11 @@ def print_table(rows: Sequence[Mapping[str, Any]], console: Any = None
             '{:,}'.format(row['providers']), requests, fmt(row['seed_s']),
             fmt(row['load_ms']), fmt(row['placement_p50_ms'], 2),
             fmt(row['placement_p99_ms'], 2), fmt(row['ours_p50_ms'], 2),
-            fmt(row['ours_p99_ms'], 2), speedup,
+            fmt(row['ours_unshaped_p50_ms'], 2),
+            fmt(row['decision_p50_ms'], 2), fmt(row['decision_p99_ms'], 2),
+            fmt(row['decision_claim_p50_ms'], 2), speedup,
             ('[red]%d[/]' if row['mismatches'] else '%d')
-            % row['mismatches'], report._verdict(row),
-            fmt(row['ours_unshaped_p50_ms'], 2))
+            % row['mismatches'], report._verdict(row))
     console.print(table)
     if any(row['truncated'] for row in rows):
         console.print('* stopped by the time budget (--time-budget)')

@@ -54,8 +54,10 @@ def test_smoke_against_a_fresh_placement(tmp_path, placement):
     assert row['mismatches'] == 0
     assert row['candidates_mean'] > 0
     assert row['load_ms'] > 0
-    for side in ('placement', 'ours', 'ours_unshaped'):
+    for side in ('placement', 'ours', 'ours_unshaped', 'decision',
+                 'decision_claim'):
         assert 0 < row[side + '_p50_ms'] <= row[side + '_p99_ms']
+    assert row['load_view_s'] > 0
     assert row['speedup'] > 0
     assert row['microversion'] == '1.36'
     # The providers stay: a second run is refused, in one line.
