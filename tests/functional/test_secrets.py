@@ -39,7 +39,12 @@ SECRET_OPTIONS = [
 # Names that look like credentials but hold paths or durations.
 NOT_CREDENTIALS = {('oslo_messaging_rabbit', 'ssl_key_file'),
                    ('trusted_computing', 'attestation_api_url'),
-                   ('trusted_computing', 'attestation_auth_timeout')}
+                   ('trusted_computing', 'attestation_auth_timeout'),
+                   # keystoneauth1's: a plugin name, a section name and
+                   # the path of the client's TLS key.
+                   ('placement', 'auth_type'),
+                   ('placement', 'auth_section'),
+                   ('placement', 'keyfile')}
 CREDENTIAL_NAME = re.compile(
     r'pass|secret|auth|token|key|blob|cred|connection$|_url$', re.I)
 # The standard TLS and connection-hardening options, with their types.
