@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import datetime
 from collections.abc import Collection
 from typing import Any
 
@@ -31,7 +32,8 @@ from scheduler.placement.candidates import Provider
 _PROVIDERS = sa.table('resource_providers', sa.column('id'),
                       sa.column('uuid'), sa.column('name'),
                       sa.column('generation'),
-                      sa.column('parent_provider_id'))
+                      sa.column('parent_provider_id'),
+                      sa.column('created_at'), sa.column('updated_at'))
 _CLASSES = sa.table('resource_classes', sa.column('id'), sa.column('name'))
 _INVENTORIES = sa.table(
     'inventories', sa.column('resource_provider_id'),
@@ -71,6 +73,30 @@ class NestedFeatures:
     resource_classes: frozenset[str] = frozenset()
     traits: frozenset[str] = frozenset()
     aggregates: bool = False
+
+
+def provider_count(connection: Any) -> int:
+    """How many resource providers Placement holds, roots and children:
+    one aggregate query (a provider that went changes it)."""
+    return connection.execute(
+        sa.select(sa.func.count()).select_from(_PROVIDERS)).scalar()
+
+
+def generations_since(connection: Any, since: datetime.datetime
+                      ) -> tuple[dict[int, int], dict[int, int]]:
+    """``({root id: generation}, {child id: generation})`` of the
+    providers created or updated at or after ``since`` (naive UTC):
+    Placement stamps ``updated_at`` with every generation change.  A
+    deleted provider is not among them (``provider_count`` tells)."""
+    roots: dict[int, int] = {}
+    children: dict[int, int] = {}
+    for rp_id, generation, parent in connection.execute(
+            sa.select(_PROVIDERS.c.id, _PROVIDERS.c.generation,
+                      _PROVIDERS.c.parent_provider_id)
+            .where(sa.or_(_PROVIDERS.c.updated_at >= since,
+                          _PROVIDERS.c.created_at >= since))):
+        (roots if parent is None else children)[rp_id] = generation
+    return roots, children
 
 
 def child_generations(connection: Any) -> dict[int, int]:

@@ -35,13 +35,16 @@ a time.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
+import time
 from collections.abc import Iterable
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from oslo_log import log as logging
+from oslo_utils import timeutils
 
 from scheduler import exception
 from scheduler.conf import CONF
@@ -54,6 +57,11 @@ from scheduler.placement import request_filters
 
 LOG = logging.getLogger(__name__)
 
+# How much earlier than the previous read's start the next one asks for
+# changes: the commit delay and clock lag a change read forgives.
+CLOCK_MARGIN = datetime.timedelta(seconds=1)
+# Seconds between two reads of every provider's generation.
+FULL_CHECK_INTERVAL = 10.0
 # The trait of a provider that shares its inventory with the members
 # of its aggregates (Placement's sharing providers).
 SHARING_TRAIT = 'MISC_SHARES_VIA_AGGREGATE'
@@ -99,40 +107,78 @@ class PlacementView:
         self._child_generations: dict[int, int] = {}
         self.shared_classes: frozenset[str] = frozenset()
         self.current = Candidates()
+        # Naive UTC start of the last read; monotonic time of the last
+        # full check.
+        self._read_since = datetime.datetime.min
+        self._last_full = 0.0
 
     # -- the providers ------------------------------------------------------
 
     def refresh(self) -> int:
         """Read the providers that changed since the last refresh (all
         of them the first time, or when providers appeared or went);
-        returns how many were read."""
+        returns how many were read.
+
+        Only the generations of the providers stamped since the last
+        read began (less ``CLOCK_MARGIN``) are read, unless a full check
+        is due: at the first read, when the number of providers changed,
+        and every ``FULL_CHECK_INTERVAL`` seconds, every generation is
+        read, which catches a change committed late or stamped by a
+        clock lagging ours by more than the margin."""
+        started = timeutils.utcnow()
         with self.engine.connect() as connection:
-            generations = database.read_generations(connection)
-            children = database.child_generations(connection)
-            if children != self._child_generations:
-                self.nested = (database.nested_features(connection)
-                               if children else database.NestedFeatures())
-                self._child_generations = children
-            if (self.table is None or
-                    generations.keys() != self._generations.keys()):
-                providers = database.providers_by_id(connection)
-                self.table = candidates_lib.ProviderTable(providers.values())
-                self._id_of = {p.uuid: rp_id
-                               for rp_id, p in providers.items()}
-                read = len(providers)
+            if self._full_check_due(connection):
+                roots = database.read_generations(connection)
+                children = database.child_generations(connection)
+                self._last_full = time.monotonic()
             else:
-                changed = {rp_id for rp_id, generation in generations.items()
-                           if generation != self._generations[rp_id]}
-                changed |= self._stale
-                if changed:
-                    self.table.replace(database.providers_by_id(
-                        connection, changed).values())
-                read = len(changed)
-        self._generations = generations
+                roots, children = database.generations_since(
+                    connection, self._read_since - CLOCK_MARGIN)
+                roots = {**self._generations, **roots}
+                children = {**self._child_generations, **children}
+            self._read_nested(connection, children)
+            read = self._read_roots(connection, roots)
+        self._read_since = started
+        return read
+
+    def _full_check_due(self, connection: Any) -> bool:
+        return (self.table is None or
+                time.monotonic() - self._last_full >= FULL_CHECK_INTERVAL
+                or database.provider_count(connection) !=
+                len(self._generations) + len(self._child_generations))
+
+    def _read_nested(self, connection: Any, children: dict[int, int]
+                     ) -> None:
+        if children != self._child_generations:
+            self.nested = (database.nested_features(connection)
+                           if children else database.NestedFeatures())
+            self._child_generations = children
+
+    def _read_roots(self, connection: Any, generations: dict[int, int]
+                    ) -> int:
+        if (self.table is None or
+                generations.keys() != self._generations.keys()):
+            providers = database.providers_by_id(connection)
+            self.table = candidates_lib.ProviderTable(providers.values())
+            self._id_of = {p.uuid: rp_id for rp_id, p in providers.items()}
+            self._generations = {rp_id: generations[rp_id]
+                                 for rp_id in providers
+                                 if rp_id in generations}
+            read = len(providers)
+        else:
+            changed = {rp_id for rp_id, generation in generations.items()
+                       if generation != self._generations[rp_id]}
+            changed |= self._stale
+            if changed:
+                self.table.replace(database.providers_by_id(
+                    connection, changed).values())
+            self._generations = generations
+            read = len(changed)
         self._stale.clear()
-        self.shared_classes = frozenset().union(*(
-            provider.inventories for provider in self.table.providers
-            if SHARING_TRAIT in provider.traits))
+        if read:
+            self.shared_classes = frozenset().union(*(
+                provider.inventories for provider in self.table.providers
+                if SHARING_TRAIT in provider.traits))
         return read
 
     def forget(self, uuids: Iterable[str]) -> None:

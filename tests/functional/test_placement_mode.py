@@ -17,6 +17,7 @@ import uuid
 
 import fakes
 import pytest
+import sqlalchemy as sa
 from keystoneauth1 import loading as ks_loading
 from placement_api import ComputeProvider
 from placement_api import PlacementAPI
@@ -45,6 +46,11 @@ def placement_conf(placement_server, conf):
                       'placement_database')
     conf.set_override('host_subset_size', 1, 'filter_scheduler')
     return conf
+
+
+@pytest.fixture
+def placement_db_url(placement_server):
+    return placement_server.database_url
 
 
 @pytest.fixture
@@ -271,3 +277,38 @@ def test_bare_metal_nodes_by_their_custom_resource_class(fleet, api, conf):
     assert sorted(placed) == sorted(nodes)
     with pytest.raises(exception.NoValidHost):
         _select(driver, ctx, _spec(extra_specs=gold))
+
+
+def test_the_view_reads_only_what_changed(fleet, api, placement_db_url,
+                                          monkeypatch):
+    """After the first load, a refresh reads the generations of the
+    providers stamped since the last read only; a changed inventory is
+    read again, and a provider that went makes a full check."""
+    from scheduler.placement import database
+    from scheduler.placement import view as view_lib
+
+    monkeypatch.setattr(view_lib, 'FULL_CHECK_INTERVAL', 3600.0)
+    node = _node('pm-incr', memory_mb=4096)
+    fleet(node)
+    engine = sa.create_engine(placement_db_url)
+    placement_view = view_lib.PlacementView(engine, client=None)
+    placement_view.refresh()
+    full_reads = []
+    real = database.read_generations
+    monkeypatch.setattr(database, 'read_generations', lambda connection: (
+        full_reads.append(1), real(connection))[1])
+    assert placement_view.refresh() == 0
+    path = '/resource_providers/%s/inventories/MEMORY_MB' % node.uuid
+    api._json('PUT', path, json={
+        'resource_provider_generation':
+            api.provider(node.uuid)['generation'], 'total': 8192})
+    assert placement_view.refresh() == 1
+    row = placement_view.table.row_of[node.uuid]
+    assert placement_view.table.providers[row].inventories[
+        'MEMORY_MB'].total == 8192
+    assert full_reads == []
+    api._call('DELETE', '/resource_providers/%s' % node.uuid, (204,))
+    placement_view.refresh()
+    assert full_reads == [1]
+    assert node.uuid not in placement_view.table.row_of
+    engine.dispose()
