@@ -2,29 +2,24 @@
 
 import datetime
 import json
-import logging
 
 import pytest
 import sqlalchemy as sa
 from oslo_utils import timeutils
 
 from scheduler.cmd import manage
-from scheduler.conf import CONF
 from scheduler.db import api
 from scheduler.db import models
 from scheduler_tools import seed
-from scheduler_tools import writers
 
 FAILING = ('0/4 hosts available: 1 disabled, 1 down, 1 insufficient RAM, '
            '1 not in availability zone nova')
 
 
 @pytest.fixture
-def cli(tmp_path, capsys):
-    url = 'sqlite:///%s' % (tmp_path / 'scheduler.sqlite')
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    context = seed.use_database(url)
+def cli(ctx, tmp_path, capsys):
+    url = ctx.url
+    context = ctx
     seed.add_compute(context, 'host-a', disabled=True)
     seed.add_compute(context, 'host-b', last_seen_up=timeutils.utcnow()
                      - datetime.timedelta(hours=1))
@@ -43,16 +38,7 @@ def cli(tmp_path, capsys):
         return status, out, err
 
     run.context = context
-    yield run
-    writers.reset_engine()
-    CONF.clear_default('use_stderr')
-    CONF([], project='scheduler', default_config_files=[],
-         default_config_dirs=[])
-    for handler in list(root.handlers):
-        root.removeHandler(handler)
-    for handler in handlers:
-        root.addHandler(handler)
-    root.setLevel(level)
+    return run
 
 
 def _rows():

@@ -8,7 +8,6 @@ naming a fresh SQLite database and the ``fake:`` transport, and reads
 
 import datetime
 import json
-import logging
 import uuid
 
 import pytest
@@ -23,7 +22,6 @@ from scheduler.db import api
 from scheduler.db import claims
 from scheduler.db import hosts
 from scheduler.objects import aggregate as aggregate_obj
-from scheduler_tools import seed
 from scheduler_tools import writers
 
 SIZES = ['--vcpus', '8', '--memory-mb', '16384', '--disk-gb', '200']
@@ -80,27 +78,6 @@ class Manage:
         status, out, err = self.run(*argv, '--format', 'json')
         assert status == 0, err
         return json.loads(out)
-
-
-@pytest.fixture
-def ctx(tmp_path):
-    url = 'sqlite:///%s' % (tmp_path / 'scheduler.sqlite')
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    context = seed.use_database(url)
-    context.url = url
-    yield context
-    writers.reset_engine()
-    # Back to the suite's configuration (parsed without a file) and
-    # logging, which each main() call replaced.
-    CONF.clear_default('use_stderr')
-    CONF([], project='scheduler', default_config_files=[],
-         default_config_dirs=[])
-    for handler in list(root.handlers):
-        root.removeHandler(handler)
-    for handler in handlers:
-        root.addHandler(handler)
-    root.setLevel(level)
 
 
 def _config(tmp_path, url, extra=''):
