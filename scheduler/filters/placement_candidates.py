@@ -29,5 +29,4 @@ class PlacementCandidatesFilter(filters.BaseHostFilter):
         return bool(self.view.passes([host_state.uuid])[0])
 
     def host_mask(self, table, rows, spec_obj):
-        return self.view.passes([state.uuid
-                                 for state in table.states_at(rows)])
+        return self.view.passes_rows(table, rows)

@@ -101,6 +101,9 @@ class PlacementView:
         self._generations: dict[int, int] = {}
         self._id_of: dict[str, int] = {}
         self._stale: set[int] = set()
+        # Counts the ProviderTables built: a HostTable memo of provider
+        # rows (``passes_rows``) holds for one of them.
+        self._table_epoch = 0
         # What child providers hold, and the resource classes sharing
         # providers offer: a request touching none is answered in memory.
         self.nested = database.NestedFeatures()
@@ -160,6 +163,7 @@ class PlacementView:
                 generations.keys() != self._generations.keys()):
             providers = database.providers_by_id(connection)
             self.table = candidates_lib.ProviderTable(providers.values())
+            self._table_epoch += 1
             self._id_of = {p.uuid: rp_id for rp_id, p in providers.items()}
             self._generations = {rp_id: generations[rp_id]
                                  for rp_id in providers
@@ -235,14 +239,37 @@ class PlacementView:
             return np.fromiter((uuid in current.requests for uuid in uuids),
                                dtype=bool, count=len(uuids))
         table = self._table()
-        assert current.static is not None
-        fits = np.append(table.fits_capacity(current.group) & current.static,
-                         False)
         missing = len(table.providers)
         rows = np.fromiter((table.row_of.get(uuid, missing)
                             for uuid in uuids), dtype=np.intp,
                            count=len(uuids))
-        return fits[rows]
+        return self._fits()[rows]
+
+    def passes_rows(self, hosts: Any, rows: np.ndarray) -> np.ndarray:
+        """``passes`` for the HostStates at ``rows`` of ``hosts`` (a
+        ``scheduler.host_table.HostTable``): a boolean array over
+        ``rows``.  Each host's provider row is kept in the HostTable's
+        memo, computed again only for hosts synced since, or when the
+        providers were read anew."""
+        if self.current.group is None:
+            return self.passes([state.uuid for state in hosts.states_at(rows)])
+        table = self._table()
+        missing = len(table.providers)
+        provider_rows = hosts.memo(
+            self, ('provider_row', self._table_epoch),
+            lambda state: table.row_of.get(state.uuid, missing), rows,
+            dtype=np.intp)
+        return self._fits()[provider_rows]
+
+    def _fits(self) -> np.ndarray:
+        """Over the provider rows plus one (a host with no provider,
+        False): whether the provider can hold one more instance of the
+        current in-memory request."""
+        current = self.current
+        assert current.group is not None and current.static is not None
+        table = self._table()
+        return np.append(table.fits_capacity(current.group) & current.static,
+                         False)
 
     def allocation_request(self, uuid: str) -> dict[str, Any]:
         """The allocation request of the current request on compute node
