@@ -46,12 +46,18 @@ class HostManager:
         self.instances = tracking.InstanceTracker(
             self.source, CONF.filter_scheduler.track_instance_changes)
         self.refresher = refresh.Refresher(self.source, self.aggregates,
-                                           self.instances)
+                                           self.instances, self.state_class)
         self.aggregates.set_hosts(self.source.compute_node_get_hosts(context))
         self.aggregates.load(context, self.source)
         if self.instances.track:
             with self.lock:
                 self.instances.load(context)
+
+    @staticmethod
+    def state_class(compute: dict[str, Any]) -> type[HostState]:
+        """The HostState class of a node, from its ``compute_nodes`` row
+        (a dict)."""
+        return HostState
 
     # -- the view ----------------------------------------------------------
 
@@ -162,3 +168,13 @@ class HostManager:
             for state in states:
                 state.updated = None
             self.refresher.reread(states)
+
+
+def load(context: Any) -> HostManager:
+    """The host manager ``[scheduler] host_manager`` names:
+    ``host_manager`` (this module's) or ``ironic_host_manager``
+    (``scheduler.ironic_host_manager``)."""
+    if CONF.scheduler.host_manager == 'ironic_host_manager':
+        from scheduler import ironic_host_manager
+        return ironic_host_manager.IronicHostManager(context)
+    return HostManager(context)

@@ -27,6 +27,7 @@ import functools
 import json
 import sys
 import threading
+import typing
 import uuid
 
 from oslo_log import log as logging
@@ -94,6 +95,10 @@ class HostState:
         'cpu_info', 'supported_instances', 'metrics', 'cpu_allocation_ratio',
         'ram_allocation_ratio', 'disk_allocation_ratio', 'limits',
         'aggregates', 'instances', 'service', 'updated', '__dict__')
+
+    # Whether one instance takes the whole node (a bare-metal node,
+    # ``scheduler.ironic_host_manager``).
+    WHOLE_NODE = False
 
     def __init__(self, host, nodename, cell_uuid=None):
         self.host = host
@@ -234,6 +239,12 @@ class HostState:
 
     # -- consumption -----------------------------------------------------
 
+    def claim_amounts(self, spec_obj: typing.Any) -> capacity.Amounts:
+        """What one instance of ``spec_obj`` takes on this node and its
+        claim holds (``capacity.claim_amounts``: vCPUs, RAM in MiB, local
+        disk in GiB)."""
+        return capacity.claim_amounts(spec_obj)
+
     def consume_from_request(self, spec_obj):
         """Virtually take the request's resources (Nova 3.3).
 
@@ -243,10 +254,10 @@ class HostState:
         pools the request fits are used (never raising), and ``updated``
         is set to now so the next refresh keeps the consumption until the
         compute node reports.  ``memory_mb_used`` and ``local_gb_used``
-        grow by what a claim takes (``capacity.claim_amounts``).
+        grow by what a claim takes (``claim_amounts``).
         """
         with self._lock:
-            amounts = capacity.claim_amounts(spec_obj)
+            amounts = self.claim_amounts(spec_obj)
             self.free_ram_mb -= amounts.memory_mb
             self.memory_mb_used += amounts.memory_mb
             self.free_disk_mb -= amounts.disk_gb * 1024

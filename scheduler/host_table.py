@@ -64,6 +64,7 @@ RESOURCE_COLUMNS = {
     'cpu_allocation_ratio': (np.float64, _ratio('cpu_allocation_ratio')),
     'ram_allocation_ratio': (np.float64, _ratio('ram_allocation_ratio')),
     'disk_allocation_ratio': (np.float64, _ratio('disk_allocation_ratio')),
+    'whole_node': (bool, lambda s: s.WHOLE_NODE),
 }
 # Columns of the host's ``service`` (the ``services`` row, a dict).
 SERVICE_COLUMNS = {

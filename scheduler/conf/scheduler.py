@@ -49,10 +49,20 @@ scheduler_opts = [
                     '(filters, then weighers) or ``chance_scheduler`` '
                     '(a random live compute host).'),
     cfg.StrOpt('host_manager', default='host_manager',
-               choices=[('host_manager', 'The SQL-backed host manager.')],
+               choices=[('host_manager', 'The SQL-backed host manager.'),
+                        ('ironic_host_manager',
+                         'The same, with bare-metal (Ironic) nodes consumed '
+                         'and claimed whole, as in Newton and Ocata.')],
                deprecated_opts=_old('scheduler_host_manager'),
-               help='The host manager to use.  Only ``host_manager`` '
-                    'exists; the option is kept for Nova compatibility.'),
+               help='The host manager to use.  ``ironic_host_manager`` '
+                    'takes a whole compute node of hypervisor type '
+                    '``ironic`` for each instance (no RAM, disk or vCPU '
+                    'left; its claim holds the node\'s whole size), keeps '
+                    'no instance list for such nodes, and runs '
+                    '``baremetal_enabled_filters`` when '
+                    '``use_baremetal_filters`` is set.  Nova schedules '
+                    'Ironic nodes through Placement\'s custom resource '
+                    'classes since Pike (``[scheduler] use_placement``).'),
     cfg.IntOpt('periodic_task_interval', default=60,
                deprecated_opts=_old('scheduler_driver_task_period'),
                help='Seconds between runs of the driver periodic tasks.  A '
@@ -239,7 +249,8 @@ filter_scheduler_opts = [
                 deprecated_opts=_old('scheduler_use_baremetal_filters'),
                 deprecated_for_removal=True,
                 help='Use ``baremetal_enabled_filters`` instead of '
-                     '``enabled_filters``.'),
+                     '``enabled_filters`` (with ``[scheduler] host_manager '
+                     '= ironic_host_manager`` only, as in Nova).'),
     cfg.ListOpt('weight_classes',
                 default=['scheduler.weights.all_weighers'],
                 deprecated_opts=_old('scheduler_weight_classes'),

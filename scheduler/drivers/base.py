@@ -24,7 +24,7 @@ class Scheduler:
     """Base class of scheduler drivers."""
 
     def __init__(self, context, notifier=None):
-        self.host_manager = host_manager.HostManager(context)
+        self.host_manager = host_manager.load(context)
         self.notifier = notifier
         self.random = random.Random(CONF.scheduler.random_seed)
         # Placement mode: its view is loaded before the service answers.

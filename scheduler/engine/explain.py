@@ -124,7 +124,7 @@ def explain(context: typing.Any, spec_obj: typing.Any,
     ``[scheduler] claim_resources``) and weighers the service loads."""
     from scheduler import host_manager
 
-    view = host_manager.HostManager(context)
+    view = host_manager.load(context)
     pipe = pipeline.Pipeline(view)
     hosts = view.get_all_host_states(context)
     return explain_hosts(pipe.filters, pipe.weighers, hosts, spec_obj, top)

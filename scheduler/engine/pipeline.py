@@ -31,9 +31,11 @@ LOG = logging.getLogger(__name__)
 
 def enabled_filter_names() -> list[str]:
     """The filter names in use: ``baremetal_enabled_filters`` with
-    ``use_baremetal_filters``, else ``enabled_filters``."""
+    ``use_baremetal_filters`` under the ``ironic_host_manager`` (the only
+    host manager of Nova's that read it), else ``enabled_filters``."""
     fs = CONF.filter_scheduler
-    if fs.use_baremetal_filters:
+    if (fs.use_baremetal_filters and
+            CONF.scheduler.host_manager == 'ironic_host_manager'):
         return fs.baremetal_enabled_filters
     return fs.enabled_filters
 

@@ -113,8 +113,8 @@ class SqlReservation:
         """All or none: in the open decision's transaction
         (``claims.claim_many_in``), or in a transaction of their own
         (``claims.claim_many``)."""
-        amounts = capacity.claim_amounts(spec_obj)
-        wanted = [claims.ClaimRequest(state.compute_id, uuid, *amounts,
+        wanted = [claims.ClaimRequest(state.compute_id, uuid,
+                                      *state.claim_amounts(spec_obj),
                                       host=state.host)
                   for state, uuid in zip(selected, instance_uuids,
                                          strict=True)]
@@ -132,7 +132,7 @@ class SqlReservation:
                   instance_uuid: str) -> bool:
         """``claims.claim``; a refusal is explained (``log_refusal``)."""
         deadline.check()
-        amounts = capacity.claim_amounts(spec_obj)
+        amounts = state.claim_amounts(spec_obj)
         if claims.claim(context, state.compute_id, instance_uuid, *amounts):
             return True
         log_refusal(context, state, amounts)

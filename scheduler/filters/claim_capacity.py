@@ -10,6 +10,8 @@ hosts with room before it runs its filters.  It is not an entry point:
 it cannot be enabled, disabled or ordered by configuration.
 """
 
+import numpy as np
+
 from scheduler import filters
 from scheduler.filters import overcommit
 from scheduler.resources import capacity
@@ -24,13 +26,14 @@ class ClaimCapacityFilter(filters.BaseHostFilter):
     (``capacity.claim_fits``): vCPUs, RAM (MiB) and local root +
     ephemeral disk (GiB), each within ``total * ratio`` counting the
     node's reported use, its open claims and this view's consumption,
-    and no more than the node's size."""
+    and no more than the node's size.  A bare-metal node's claim is its
+    whole size (``HostState.claim_amounts``)."""
 
     RUN_ON_REBUILD = False
 
     def host_passes(self, host_state, spec_obj):
         return capacity.claim_fits(ratios.claimed_reader(host_state),
-                                   capacity.claim_amounts(spec_obj))
+                                   host_state.claim_amounts(spec_obj))
 
     def explain(self, host_state, spec_obj):
         """What the claim lacks, as the reservation logs a refused claim:
@@ -38,7 +41,7 @@ class ClaimCapacityFilter(filters.BaseHostFilter):
         RAM in MiB, disk in GiB (free: ``total * ratio - used``, the
         open claims and this view's consumption counted)."""
         lacking = capacity.shortfalls(ratios.claimed_reader(host_state),
-                                      capacity.claim_amounts(spec_obj))
+                                      host_state.claim_amounts(spec_obj))
         if not lacking:
             return super().explain(host_state, spec_obj)
         return 'claim refused: ' + '; '.join(
@@ -49,7 +52,7 @@ class ClaimCapacityFilter(filters.BaseHostFilter):
 
     def explain_group(self, host_state, spec_obj):
         lacking = capacity.shortfalls(ratios.claimed_reader(host_state),
-                                      capacity.claim_amounts(spec_obj))
+                                      host_state.claim_amounts(spec_obj))
         if not lacking:
             return super().explain_group(host_state, spec_obj)
         return 'insufficient ' + ' and '.join(
@@ -57,5 +60,13 @@ class ClaimCapacityFilter(filters.BaseHostFilter):
 
     def host_mask(self, table, rows, spec_obj):
         columns = table.columns
+        amounts = capacity.claim_amounts(spec_obj)
+        whole = columns['whole_node'][rows]
+        if whole.any():
+            # A bare-metal node's claim is its whole size.
+            amounts = capacity.Amounts(*(
+                np.where(whole, columns[resource.total][rows],
+                         getattr(amounts, resource.name))
+                for resource in capacity.CLAIMED))
         return capacity.claim_fits(lambda name: columns[name][rows],
-                                   capacity.claim_amounts(spec_obj))
+                                   amounts)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime
 import time
+from collections.abc import Callable
 from collections.abc import Iterable
 from typing import Any
 
@@ -41,8 +42,13 @@ class Refresher:
     """The HostStates, their table and what was read of them."""
 
     def __init__(self, source: Any, aggregates: tracking.AggregateTracker,
-                 instances: tracking.InstanceTracker) -> None:
+                 instances: tracking.InstanceTracker,
+                 state_class: Callable[[Any], type[HostState]] = (
+                     lambda compute: HostState)) -> None:
+        """``state_class(compute)``: the HostState class of a new node,
+        from its ``compute_nodes`` row."""
         self.source = source
+        self.state_class = state_class
         self.aggregates = aggregates
         self.instances = instances
         self.host_state_map: dict[tuple[str, str], HostState] = {}
@@ -165,7 +171,8 @@ class Refresher:
         cell_uuid = self.source.cell_uuid(compute)
         state = self.host_state_map.get(key)
         if state is None:
-            state = HostState(host, key[1], cell_uuid=cell_uuid)
+            state = self.state_class(compute)(host, key[1],
+                                              cell_uuid=cell_uuid)
             self.host_state_map[key] = state
         state.cell_uuid = cell_uuid   # a node may move to another cell
         state.update(compute, service, self.aggregates.aggregates_for(host),
