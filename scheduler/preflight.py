@@ -13,6 +13,10 @@ and are forked again and again:
   needs (else: run ``scheduler-manage db sync``);
 * the names of the driver, the enabled filters and the weighers, and
   the filters' and weighers' own checks when they are made;
+* the value of every option registered once they are loaded, the
+  plug-ins' own included (oslo.config checks a value only when it is
+  read: a bad one would otherwise fail the first request that reads
+  it);
 * in Placement mode (``[scheduler] use_placement``): the filter
   scheduler, Placement's database readable through
   ``[placement_database] connection``, and the Placement API answering
@@ -22,6 +26,9 @@ and are forked again and again:
 """
 
 from __future__ import annotations
+
+import re
+from typing import Any
 
 from keystoneauth1 import exceptions as ks_exc
 from oslo_config import cfg
@@ -46,8 +53,9 @@ from scheduler.placement import database as placement_database
 
 def problem() -> str | None:
     """The one-line reason the service cannot start, or None."""
-    return (connection_problem() or plugin_problem() or database_problem()
-            or placement_problem() or prometheus_problem())
+    return (connection_problem() or plugin_problem() or options_problem()
+            or database_problem() or placement_problem()
+            or prometheus_problem())
 
 
 def connection_problem() -> str | None:
@@ -98,6 +106,39 @@ def plugin_problem() -> str | None:
         return '[filter_scheduler]: %s' % exc
     return None
 
+
+def options_problem() -> str | None:
+    """The first option whose configured value does not parse (wrong
+    type, out of range, not a choice, a bad ``$name`` substitution), as
+    ``[group] name: reason``; None when every option registered on CONF
+    reads.  Run after the plug-ins are loaded, so that the options they
+    register at import are checked too."""
+    for name in sorted(CONF):
+        problem = _value_problem('DEFAULT', CONF, name)
+        if problem:
+            return problem
+        group = CONF[name]
+        if isinstance(group, cfg.ConfigOpts.GroupAttr):
+            for opt in sorted(group):
+                problem = _value_problem(name, group, opt)
+                if problem:
+                    return problem
+    return None
+
+
+def _value_problem(label: str, options: Any, name: str) -> str | None:
+    """``options[name]`` (CONF or a group of it) read, or why not."""
+    try:
+        options[name]
+    except (cfg.Error, ValueError) as exc:
+        # oslo.config says "Value for option N from LocationInfo(...,
+        # detail='FILE') is not valid: REASON".
+        text = cells.first_line(exc)
+        reason = text.partition(' is not valid: ')[2] or text
+        found = re.search(r"detail='([^']+)'", text)
+        where = ' (in %s)' % found.group(1) if found else ''
+        return '[%s] %s%s: invalid value: %s' % (label, name, where, reason)
+    return None
 
 
 def placement_problem() -> str | None:

@@ -21,12 +21,13 @@ LOG = logging.getLogger(__name__)
 
 def main(argv=None):
     config.parse_args(sys.argv[1:] if argv is None else argv)
-    # Secret options (passwords in URLs) are masked by oslo.config.
-    CONF.log_opt_values(LOG, logging.DEBUG)
     error = preflight.problem()
     if error:
         LOG.error('Cannot start: %s', error)
         return 1
+    # Every value reads now (preflight); secret options (passwords in
+    # URLs) are masked by oslo.config.
+    CONF.log_opt_values(LOG, logging.DEBUG)
     workers = CONF.scheduler.workers or 1
     LOG.info('Starting scheduler-service on host %s with %d worker(s)',
              CONF.host, workers)

@@ -34,6 +34,11 @@ class Checks(upgradecheck.UpgradeCommands):
     def _plugins(self):
         return _result(preflight.plugin_problem())
 
+    def _options(self):
+        # After _plugins: the plug-ins' own options are registered then.
+        preflight.plugin_problem()
+        return _result(preflight.options_problem())
+
     def _databases(self):
         if preflight.connection_problem():
             return _result('not checked: no [database] connection is set')
@@ -49,6 +54,7 @@ class Checks(upgradecheck.UpgradeCommands):
     _upgrade_checks = (
         ('Database connection set', _connection),
         ('Driver, filters and weighers', _plugins),
+        ('Option values', _options),
         ('Databases and schema revision', _databases),
         ('Placement mode', _placement),
     )

@@ -16,6 +16,9 @@ from scheduler_tools import seed
 
 # Most seconds the refusal may take.
 BOUND = 20
+# The example plug-in's module, importable by the service.
+EXAMPLE = os.path.join(os.path.dirname(__file__), '..', '..', 'examples',
+                       'free_ram_filter')
 
 
 def _synced(tmp_path):
@@ -54,6 +57,19 @@ CASES = {
         {('scheduler', 'use_placement'): 'true',
          ('scheduler', 'driver'): 'chance_scheduler'},
         'use_placement needs the filter_scheduler driver'),
+    'bad option value': (
+        {('filter_scheduler', 'ram_weight_multiplier'): 'heavy'},
+        "[filter_scheduler] ram_weight_multiplier (in {tmp}/scheduler.conf):"
+        " invalid value: could not convert string to float: 'heavy'"),
+    # The example plug-in registers [free_ram_threshold] at import: its
+    # option is checked once it is loaded (by class path here).
+    'plug-in option out of range': (
+        {('filter_scheduler', 'available_filters'):
+         'free_ram_filter.FreeRamThresholdFilter',
+         ('filter_scheduler', 'enabled_filters'): 'FreeRamThresholdFilter',
+         ('free_ram_threshold', 'min_free_ram_mb'): '-512'},
+        '[free_ram_threshold] min_free_ram_mb (in {tmp}/scheduler.conf): '
+        'invalid value: Should be greater than or equal to 0'),
     'database unreachable': (
         {('database', 'connection'):
          'postgresql+psycopg2://scheduler:secret@127.0.0.1:9/scheduler'},
@@ -84,9 +100,11 @@ def _config(tmp_path, options):
 
 
 def _run(*args, cwd):
+    env = service_environment()
+    env['PYTHONPATH'] += os.pathsep + EXAMPLE
     return subprocess.run([sys.executable, '-m', *args],
                           capture_output=True, text=True, timeout=BOUND,
-                          env=service_environment(), cwd=cwd)
+                          env=env, cwd=cwd)
 
 
 @pytest.mark.parametrize('case', sorted(CASES))
@@ -101,7 +119,7 @@ def test_a_configuration_that_cannot_work_stops_the_service(case, tmp_path):
     refusals = [line for line in log.splitlines() if 'Cannot start:' in line]
     assert done.returncode == 1, (done.stderr[-2000:], log[-2000:])
     assert len(refusals) == 1, log[-3000:]
-    assert expected in refusals[0]
+    assert expected.format(tmp=tmp_path) in refusals[0]
     assert 'secret' not in log
     assert 'Forking' not in log and 'Traceback' not in log
     assert took < BOUND
@@ -110,9 +128,10 @@ def test_a_configuration_that_cannot_work_stops_the_service(case, tmp_path):
 
 @pytest.mark.parametrize('case', ['good', 'database not synced',
                                   'unknown driver',
-                                  'placement database not placement'])
+                                  'placement database not placement',
+                                  'plug-in option out of range'])
 def test_upgrade_check(case, tmp_path):
-    """``scheduler-status upgrade check``: 0 and four successes on a
+    """``scheduler-status upgrade check``: 0 and five successes on a
     good configuration (Placement mode not checked when off); 2 and the
     reason otherwise."""
     options, expected = CASES.get(case, ({}, 'Success'))
@@ -122,9 +141,11 @@ def test_upgrade_check(case, tmp_path):
     text = ' '.join(done.stdout.replace('|', ' ').split())
     if case == 'good':
         assert done.returncode == 0, done.stdout + done.stderr
-        assert text.count('Result: Success') == 4
+        assert text.count('Result: Success') == 5
         assert 'use_placement is off' in text
     else:
         assert done.returncode == 2, done.stdout + done.stderr
         assert 'Result: Failure' in text
-        assert ' '.join(expected.split()) in text
+        # The table wraps long lines anywhere, paths included.
+        assert (''.join(expected.format(tmp=tmp_path).split()) in
+                ''.join(text.split()))
