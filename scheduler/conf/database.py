@@ -1,9 +1,11 @@
 """``[database]``: oslo.db's options, with an embedded SQLite default.
 
-The default connection is a SQLite file in the current directory, the
-embedded default; production sets ``postgresql+psycopg2://`` or
-``mysql+pymysql://`` URLs.  The ``connection`` option is ``secret``, so its
-password never reaches the logs.
+The default connection, a SQLite file in the current directory, is the
+embedded default of the replay and the benchmark; ``scheduler-service``
+refuses to start on it (``scheduler.preflight``) and production sets
+``postgresql+psycopg2://`` or ``mysql+pymysql://`` URLs.  The
+``connection`` option is ``secret``, so its password never reaches the
+logs.
 """
 
 from oslo_db import options as oslo_db_options

@@ -26,11 +26,11 @@ class CrossCellWeigher(weights.BaseHostWeigher):
     ``allow_cross_cell_move``), -1 for a host in another cell, 0 for
     every host of any other request.
 
-    This service schedules a single cell, ``SINGLE_CELL_UUID``; a host
-    state without a cell is counted in it.  All hosts of a request
-    therefore get the same raw weight, which normalises to 0: the weigher
-    exists for configuration compatibility and for callers that pass
-    host states of several cells.  Multiplier ``[filter_scheduler]
+    On the standalone schema every host is in one cell,
+    ``SINGLE_CELL_UUID`` (a host state without a cell is counted in it),
+    so all hosts get the same raw weight, which normalises to 0; in Nova
+    database mode the hosts carry their cells' uuids and the source cell
+    wins.  Multiplier ``[filter_scheduler]
     cross_cell_move_weight_multiplier`` (default 1000000.0, so that the
     source cell wins over every other default weigher), overridable per
     aggregate with the key of the same name.  No class bounds.
