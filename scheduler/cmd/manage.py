@@ -115,7 +115,9 @@ class ManageApp(app.App):
             manager.add_command(name, factory)
         super().__init__(description=DESCRIPTION,
                          version=_version(),
-                         command_manager=manager)
+                         command_manager=manager,
+                         # "COMMAND --help" is the command's help.
+                         deferred_help=True)
 
     def build_option_parser(self, description, version,
                             argparse_kwargs=None):
@@ -141,10 +143,10 @@ class ManageApp(app.App):
         """Run one command (no interactive mode); returns the exit
         status."""
         try:
-            _, remainder = self.parser.parse_known_args(argv)
+            options, remainder = self.parser.parse_known_args(argv)
         except SystemExit as exc:
             return _status(exc)
-        if not remainder:
+        if not remainder and not options.deferred_help:
             return self._usage_error('a command is required')
         try:
             return super().run(argv)

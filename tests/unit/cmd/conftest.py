@@ -1,8 +1,10 @@
 """Fixtures of the scheduler-manage tests."""
 
+import contextlib
 import logging
 
 import pytest
+from oslo_config import cfg
 
 from scheduler.conf import CONF
 from scheduler_tools import seed
@@ -21,7 +23,9 @@ def ctx(tmp_path):
     context.url = url
     yield context
     writers.reset_engine()
-    CONF.clear_default('use_stderr')
+    # Registered by the commands that parsed a configuration only.
+    with contextlib.suppress(cfg.NoSuchOptError):
+        CONF.clear_default('use_stderr')
     CONF([], project='scheduler', default_config_files=[],
          default_config_dirs=[])
     for handler in list(root.handlers):

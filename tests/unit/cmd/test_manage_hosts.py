@@ -424,6 +424,10 @@ def test_help_exits_0(cli, argv):
     status, out, _ = cli.run(*argv)
     assert status == 0
     assert 'host heartbeat' in out or 'report_interval' in out
+    if argv[-1] == '--help' and len(argv) > 1:
+        # A command's --help is that command's help, as in the
+        # openstack CLI, not the list of every command.
+        assert out.startswith('usage: scheduler-manage host heartbeat')
 
 
 def test_version(cli):
