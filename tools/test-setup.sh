@@ -149,16 +149,16 @@ install_packages() {
     stop_system_services
 }
 
-have_openssl() {
-    command -v openssl >/dev/null
+have_openssl_and_curl() {
+    command -v openssl >/dev/null && command -v curl >/dev/null
 }
 
-if have_rabbitmq && have_postgresql && have_mariadb && have_openssl; then
-    log "RabbitMQ, PostgreSQL, MariaDB and openssl are installed"
+if have_rabbitmq && have_postgresql && have_mariadb && have_openssl_and_curl; then
+    log "RabbitMQ, PostgreSQL, MariaDB, openssl and curl are installed"
 else
     install_packages
     if ! { have_rabbitmq && have_postgresql && have_mariadb &&
-               have_openssl; }; then
+               have_openssl_and_curl; }; then
         log "server binaries still missing after installing packages"
         exit 1
     fi
