@@ -915,6 +915,35 @@ def test_stop_with_a_backlog_is_bounded_and_leaves_no_worker(
     assert dep.returncode is not None
 
 
+def test_sigterm_with_the_broker_down_stops_within_the_grace_period(
+        private_server, deploy, postgresql_url, fresh_database):
+    """RabbitMQ gone, the workers retrying their connection: SIGTERM
+    still ends every process within ``[DEFAULT]
+    graceful_shutdown_timeout`` (5 s here) and a margin, as a service
+    manager's stop expects."""
+    import psutil
+    broker = private_server('rabbitmq')
+    dep = deploy(fresh_database(postgresql_url), broker.url,
+                 seed_fn=_seed_hosts,
+                 options={('scheduler', 'workers'): 2,
+                          (None, 'graceful_shutdown_timeout'): 5})
+    workers = [psutil.Process(pid) for pid in dep.worker_pids(2)]
+    assert len(workers) == 2, dep.log()
+    broker.stop()
+    time.sleep(2)               # the workers notice and retry
+    started = time.monotonic()
+    os.kill(dep.pid, signal.SIGTERM)
+    gone, alive = psutil.wait_procs(workers, timeout=30)
+    took = time.monotonic() - started
+    dep._process.wait(30)
+    _report('SIGTERM with the broker down', all_gone_after=took)
+    for proc in alive:
+        proc.kill()
+    assert not alive, dep.log()
+    assert took < 5 + 5, dep.log()
+    assert dep.returncode is not None
+
+
 # ------------------------------------------------ a clock jumped ahead --
 
 def test_a_node_stamped_in_the_future_is_scheduled_again_on_a_correct_report(
