@@ -17,6 +17,13 @@ Both topologies run, one after the other, for each fleet size N
     two ``scheduler-service`` processes with different ``[DEFAULT]
     host``.
 
+Before them, ``measure_floor`` times the floor on the same broker, with
+as many callers, the same time budget and call limit: a no-op
+oslo.messaging call (``scheduler_tools.bench.floor``).  Every row
+carries its ``noop_calls_per_s``, ``noop_p50_ms``, ``noop_p99_ms`` and
+``noop_errors``, and ``share_of_noop``, the decisions per second as a
+percentage of the no-op calls per second.
+
 Each with ``[scheduler] claim_resources = True`` (the default, written
 explicitly), the benchmark's filters and weighers, no periodic task, a
 control exchange private to the topology and ``[DEFAULT] log_file`` at
@@ -89,6 +96,7 @@ from scheduler_tools import seed
 from scheduler_tools.bench import LOAD
 from scheduler_tools.bench import BenchError
 from scheduler_tools.bench import endtoend
+from scheduler_tools.bench import floor
 from scheduler_tools.bench import inprocess
 from scheduler_tools.bench import report
 from scheduler_tools.bench import workload
@@ -436,13 +444,61 @@ def run(hosts_count, settings, transport_url, admin_url=None, emit=None,
     ``settings.database_connection``.
     """
     rows = []
+    noop = measure_floor(settings, transport_url)
     for topology in topologies:
         row = run_topology(topology, hosts_count, settings, transport_url,
                            admin_url)
+        row.update(noop)
+        row['share_of_noop'] = _share(row['decisions_per_s'],
+                                      noop['noop_calls_per_s'])
         rows.append(row)
         if emit is not None:
             emit(row)
     return rows
+
+
+class _Calls:
+    """``drive``'s feed for the no-op calls: ``limit`` of them."""
+
+    def __init__(self, limit):
+        self._left = limit
+        self._lock = threading.Lock()
+
+    def next(self):
+        with self._lock:
+            if self._left <= 0:
+                return None
+            self._left -= 1
+            return True
+
+
+def measure_floor(settings, transport_url):
+    """The no-op call's figures (``scheduler_tools.bench.floor``) with
+    the load's callers, time budget and call limit, on the same broker:
+    ``noop_calls_per_s``, ``noop_p50_ms``, ``noop_p99_ms``,
+    ``noop_errors``."""
+    exchange = 'load-noop-%s' % uuid.uuid4().hex[:8]
+    budget = settings.time_budget_s
+    with floor.noop_call(transport_url, exchange,
+                         settings.call_timeout) as call, \
+            inprocess.progress_bar(None, '%s no-op call' % LOAD,
+                                   settings.progress) as bar:
+        deadline = time.monotonic() + (budget if budget else float('inf'))
+        result = drive(lambda _: call(), _Calls(settings.requests),
+                       settings.callers, deadline, threading.Event(), bar)
+    timings = result.timings
+    found = report.percentiles_ms(timings.latencies_ms)
+    return {'noop_calls_per_s': _round(timings.decisions_per_s()),
+            'noop_p50_ms': found.get('p50_ms'),
+            'noop_p99_ms': found.get('p99_ms'),
+            'noop_errors': timings.errors}
+
+
+def _share(rate, noop_rate):
+    """``rate`` as a percentage of the no-op call's, or None."""
+    if not rate or not noop_rate:
+        return None
+    return round(100.0 * rate / noop_rate, 1)
 
 
 def run_topology(topology, hosts_count, settings, transport_url,
@@ -579,10 +635,15 @@ def print_table(rows, console=None):
                           'into the load when the last instance was '
                           'placed; dec/s = answered '
                           'calls per second; lost races = claims lost to '
-                          'another scheduler and retried on the next host')
+                          'another scheduler and retried on the next host; '
+                          'no-op: a call that does nothing, on the same '
+                          'broker with as many callers, measured in the '
+                          'same run (the floor); % of no-op = dec/s over '
+                          'no-op/s')
     for name in ('topology', 'hosts', 'callers', 'calls', 'placed',
                  'last placed', 'NoValidHost', 'errors', 'dec/s', 'p50',
-                 'p95', 'p99', 'lost races'):
+                 'p95', 'p99', 'lost races', 'no-op/s', 'no-op p50',
+                 '% of no-op'):
         table.add_column(name, justify='left' if name == 'topology'
                          else 'right')
     for row in rows:
@@ -598,7 +659,8 @@ def print_table(rows, console=None):
             if row['errors'] else '0',
             fmt(row['decisions_per_s']), fmt(row['p50_ms'], 2),
             fmt(row['p95_ms'], 2), fmt(row['p99_ms'], 2),
-            str(row['lost_races']))
+            str(row['lost_races']), fmt(row.get('noop_calls_per_s')),
+            fmt(row.get('noop_p50_ms'), 2), fmt(row.get('share_of_noop')))
     console.print(table)
     if any(row.get('truncated') for row in rows):
         console.print('* stopped by the time budget (--time-budget)')

@@ -68,6 +68,7 @@ def test_load_smoke_on_given_servers(tmp_path, rabbit_url, postgresql_url,
             result.returncode, result.stdout, result.stderr[-5000:]))
     print(result.stdout)
     assert 'claims after the load' in result.stdout
+    assert '% of no-op' in result.stdout
     rows = report.read_json_lines(output)
     assert [(row['topology'], row['processes'], row['workers'])
             for row in rows] == TOPOLOGIES
@@ -99,6 +100,11 @@ def test_load_smoke_on_given_servers(tmp_path, rabbit_url, postgresql_url,
         assert row['placed'] > 0 and row['no_valid_host'] > 0, name
         assert row['fleet_memory_mb_claimed'] > 0
         assert row['decisions_per_s'] > 0
+        # The floor, measured in the same run on the same broker.
+        assert row['noop_calls_per_s'] > 0 and row['noop_errors'] == 0
+        assert 0 < row['noop_p50_ms'] <= row['noop_p99_ms']
+        assert row['share_of_noop'] == round(
+            100.0 * row['decisions_per_s'] / row['noop_calls_per_s'], 1)
         assert 0 < row['p50_ms'] <= row['p95_ms'] <= row['p99_ms']
         assert row['rss_mb'] > 0
         # Lost races were counted, per process of the topology.
