@@ -59,9 +59,8 @@ class IronicNodeState(HostState):
     def claim_amounts(self, spec_obj: Any) -> capacity.Amounts:
         """The node's whole size, whatever ``spec_obj`` asks: vCPUs, RAM
         in MiB, local disk in GiB."""
-        return capacity.Amounts(int(self.vcpus_total),
-                                int(self.total_usable_ram_mb),
-                                int(self.total_usable_disk_gb))
+        return capacity.whole_node_amounts(
+            lambda name: int(getattr(self, name)))
 
     def consume_from_request(self, spec_obj: Any) -> None:
         """Take the whole node: no free RAM or disk, every vCPU used (as

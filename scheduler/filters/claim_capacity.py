@@ -60,13 +60,15 @@ class ClaimCapacityFilter(filters.BaseHostFilter):
 
     def host_mask(self, table, rows, spec_obj):
         columns = table.columns
+
+        def get(name):
+            return columns[name][rows]
+
         amounts = capacity.claim_amounts(spec_obj)
-        whole = columns['whole_node'][rows]
+        whole = get('whole_node')
         if whole.any():
             # A bare-metal node's claim is its whole size.
             amounts = capacity.Amounts(*(
-                np.where(whole, columns[resource.total][rows],
-                         getattr(amounts, resource.name))
-                for resource in capacity.CLAIMED))
-        return capacity.claim_fits(lambda name: columns[name][rows],
-                                   amounts)
+                np.where(whole, node, asked) for node, asked in zip(
+                    capacity.whole_node_amounts(get), amounts, strict=True)))
+        return capacity.claim_fits(get, amounts)

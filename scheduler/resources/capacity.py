@@ -93,6 +93,14 @@ def claim_amounts(spec_obj: typing.Any) -> Amounts:
                    spec_obj.local_root_gb + flavor.ephemeral_gb)
 
 
+def whole_node_amounts(get: Callable[[str], typing.Any]) -> Amounts:
+    """What a claim takes on a node consumed whole (a bare-metal node):
+    its size, the ``CLAIMED`` totals.  ``get(attribute)`` reads one
+    HostState's (scalars) or a HostTable's rows (arrays), as for
+    ``claim_fits``."""
+    return Amounts(*(get(resource.total) for resource in CLAIMED))
+
+
 def claim_fits(get: Callable[[str], typing.Any],
                amounts: Amounts) -> typing.Any:
     """Whether ``amounts`` fit by every rule a claim enforces.
