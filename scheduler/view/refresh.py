@@ -43,8 +43,7 @@ class Refresher:
 
     def __init__(self, source: Any, aggregates: tracking.AggregateTracker,
                  instances: tracking.InstanceTracker,
-                 state_class: Callable[[Any], type[HostState]] = (
-                     lambda compute: HostState)) -> None:
+                 state_class: Callable[[Any], type[HostState]]) -> None:
         """``state_class(compute)``: the HostState class of a new node,
         from its ``compute_nodes`` row."""
         self.source = source
