@@ -83,9 +83,7 @@ def noop_call(transport_url: str, exchange: str,
         transport = messaging.get_rpc_transport(CONF, url=transport_url)
         client = messaging.get_rpc_client(transport, _target(exchange),
                                           timeout=call_timeout)
-        ready = messaging.get_rpc_client(transport, _target(exchange),
-                                         timeout=READY_TIMEOUT)
-        ready.call({}, 'noop')
+        client.prepare(timeout=READY_TIMEOUT).call({}, 'noop')
         yield lambda: client.call({}, 'noop')
     finally:
         if transport is not None:
