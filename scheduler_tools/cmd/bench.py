@@ -78,7 +78,7 @@ BENCH_OPTS = [
                 default=[1000, 10000], metavar='N,N',
                 help='Fleet sizes to measure, comma-separated.'),
     cfg.ListOpt('instances', dest='bench_instances',
-                item_type=types.Integer(min=1, max=100), default=[1, 10],
+                item_type=types.Integer(min=1, max=1000), default=[1, 10],
                 metavar='N,N',
                 help='Instances per request, comma-separated.'),
     cfg.IntOpt('requests', dest='bench_requests', default=200, min=1,
