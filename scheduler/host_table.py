@@ -12,6 +12,7 @@ docs/fast-forms.rst.
 
 import collections
 import datetime
+import itertools
 
 import numpy as np
 from oslo_versionedobjects import fields as ovo_fields
@@ -22,6 +23,8 @@ from scheduler import servicegroup
 from scheduler.resources import ratios
 
 MEMO_KEYS = 64
+# How many row changes ``rows_changed_since`` remembers.
+CHANGE_LOG = 4096
 # ``memo`` scope: the function reads only the ``metadata`` of the host's
 # aggregates (in the host's order).
 AGGREGATE_METADATA = aggregates.AGGREGATE_METADATA
@@ -115,6 +118,8 @@ class HostTable:
         # Bumped with any version: ``memo`` reuses the codes it gave for
         # the same rows array while it has not moved.
         self._stamp = 0
+        # The row of each bump of ``_stamp``, newest last.
+        self._changes = collections.deque(maxlen=CHANGE_LOG)
         # Bumped when any host's aggregates change (``per_table``).
         self._aggregate_stamp = 0
         self._per_table = {}
@@ -154,6 +159,7 @@ class HostTable:
                 continue
             self.row_version[row] += 1
             self._stamp += 1
+            self._changes.append(row)
             if part == 'aggregates':
                 self.aggregate_version[row] += 1
                 self._aggregate_stamp += 1
@@ -171,6 +177,22 @@ class HostTable:
         for uuid in uuids - old:
             self._uuid_rows[uuid].add(row)
         self._row_uuids[row] = uuids
+
+    @property
+    def stamp(self):
+        """A counter of the row changes (``sync`` but of the service
+        columns only), for ``rows_changed_since``."""
+        return self._stamp
+
+    def rows_changed_since(self, stamp):
+        """The rows changed since ``stamp`` was the table's ``stamp`` (an
+        intp array, maybe with repeats), or None when more than
+        ``CHANGE_LOG`` changes happened since."""
+        count = self._stamp - stamp
+        if count < 0 or count > len(self._changes):
+            return None
+        return np.fromiter(itertools.islice(reversed(self._changes), count),
+                           dtype=np.intp, count=count)
 
     # -- reading -----------------------------------------------------------
 

@@ -25,6 +25,7 @@ from scheduler.conf import CONF
 from scheduler.filters import claim_capacity
 from scheduler.filters import placement_candidates
 from scheduler.host_state import HostState
+from scheduler.weights.weighing import Weighing
 
 LOG = logging.getLogger(__name__)
 
@@ -127,6 +128,13 @@ class Pipeline:
             self.weighers, self.view.table, rows, spec_obj, limit,
             multipliers)
 
+    def weighing(self, rows: np.ndarray, spec_obj: Any,
+                 multipliers: list | None = None) -> Weighing:
+        """The ``Weighing`` of ``rows`` over ``view.table`` (see
+        ``weighing`` of ``scheduler.weights.HostWeightHandler``)."""
+        return self.weight_handler.weighing(
+            self.weighers, self.view.table, rows, spec_obj, multipliers)
+
     def weight_multipliers(self) -> list:
         """The weighers' multipliers over ``view.table``, for the
         weighings of one request (aggregates do not change while the
@@ -138,16 +146,38 @@ class Pipeline:
 class Ranking:
     """The candidates of one request, best first: a row array of the
     view's table, narrowed by each instance's filtering (sequential
-    narrowing, as Nova's loop)."""
+    narrowing, as Nova's loop).
+
+    Between two instances of a request only the hosts consumed from
+    change.  When every weigher is ``host_local`` (and its multipliers
+    are known per table) and no pre-filter applies, the ranking keeps its
+    ``Weighing``: the next instance filters those hosts again with the
+    ``host_local`` filters (the others run over every candidate), weighs
+    only them again and re-ranks, with the same result as filtering and
+    weighing every candidate (docs/multi-instance.rst)."""
 
     def __init__(self, pipeline: Pipeline, spec_obj: Any) -> None:
         self.pipeline = pipeline
         self.spec_obj = spec_obj
         self.table = pipeline.view.table
-        self.rows = self.table.all_rows
+        self._rows = self.table.all_rows
         # Filters that ran in vectorised form: their limits to apply.
         self.limit_filters: list = []
         self.multipliers = pipeline.weight_multipliers()
+        self._may_update = (
+            all(m is not None for m in self.multipliers) and
+            all(weights.host_local(w) for w in pipeline.weighers) and
+            not _needs_prefilter(self.table, spec_obj))
+        # The whole ranking of the last instance, kept (``_may_update``).
+        self._weighing: Weighing | None = None
+        self._stamp = 0
+
+    @property
+    def rows(self) -> np.ndarray:
+        """The candidate rows, best first."""
+        if self._weighing is not None:
+            return self._weighing.rows
+        return self._rows
 
     def rank(self, index: int, pick: bool = True,
              limit: int | None = None) -> None:
@@ -155,48 +185,125 @@ class Ranking:
         ``pick``, the random choice among the best ``host_subset_size``
         comes first.  With ``limit``, only the best are sorted and kept
         (enough for a last sort: the full order only matters as the next
-        input)."""
+        input) unless the ranking is kept for the next instance anyway."""
+        changed = self._changed()
+        weights = None
+        if changed is not None:
+            weights = self._rank_changed(index, changed)
+        if weights is None:
+            weights = self._rank_all(index, limit)
+        self._stamp = self.table.stamp
+        if not len(self):
+            return
+        if CONF.filter_scheduler.shuffle_best_same_weighed_hosts:
+            self._shuffle_best(weights)
+        if pick:
+            subset = min(CONF.filter_scheduler.host_subset_size, len(self))
+            self._move_to_front(self.pipeline.random.choice(range(subset)))
+
+    def _changed(self) -> np.ndarray | None:
+        """The rows of the hosts changed since the last instance's ranking
+        (all nodes of each such host: the group hosts name hosts), or
+        None when the ranking is not kept or the table cannot tell."""
+        if self._weighing is None:
+            return None
+        changed = self.table.rows_changed_since(self._stamp)
+        if changed is None:
+            return None
+        states = self.table.states
+        return self.table.host_rows({states[row].host for row in changed})
+
+    def _rank_all(self, index, limit):
+        """Filter and weigh every candidate; returns the weights, best
+        first."""
         pipeline = self.pipeline
-        spec_obj = self.spec_obj
-        rows, ran = pipeline.get_filtered_rows(self.rows, spec_obj, index)
+        rows, ran = pipeline.get_filtered_rows(self.rows, self.spec_obj,
+                                               index)
+        self._add_limit_filters(ran)
+        self._weighing = None
+        if self._may_update and limit is None:
+            weighing = pipeline.weighing(rows, self.spec_obj,
+                                         self.multipliers)
+            weighing.sort()
+            self._weighing = weighing
+            return weighing.sorted_totals
+        if not len(rows):
+            self._rows = rows
+            return np.zeros(0)
+        self._rows, weights = pipeline.get_weighed_rows(
+            rows, self.spec_obj, limit, self.multipliers)
+        return weights
+
+    def _rank_changed(self, index, changed):
+        """Filter and weigh again only what ``changed`` may have changed
+        (see the class); returns the weights, best first, or None when
+        only ranking every candidate again gives Nova's result (a NaN
+        weight)."""
+        weighing = self._weighing
+        rows = weighing.rows
+        changed = weighing.live_rows(changed)
+        kept, ran = self.pipeline.filter_handler.get_filtered_rows(
+            self.pipeline.filters, self.table, rows, self.spec_obj, index,
+            changed=changed)
+        self._add_limit_filters(ran)
+        removed = np.zeros(0, dtype=np.intp)
+        if len(kept) < len(rows):
+            passing = np.zeros(len(self.table), dtype=bool)
+            passing[kept] = True
+            removed = rows[~passing[rows]]
+            changed = changed[passing[changed]]
+        if not weighing.update(changed, removed):
+            return None
+        return weighing.sorted_totals
+
+    def _add_limit_filters(self, ran):
         self.limit_filters.extend(f for f in ran
                                   if f not in self.limit_filters)
-        if not len(rows):
-            self.rows = rows
-            return
-        rows, weights = pipeline.get_weighed_rows(rows, spec_obj, limit,
-                                                  self.multipliers)
-        if CONF.filter_scheduler.shuffle_best_same_weighed_hosts:
-            rows = self._shuffle_best(rows, weights)
-        if pick:
-            subset = min(CONF.filter_scheduler.host_subset_size, len(rows))
-            chosen = pipeline.random.choice(range(subset))
-            rows = np.concatenate((rows[chosen:chosen + 1],
-                                   np.delete(rows, chosen)))
-        self.rows = rows
 
-    def _shuffle_best(self, rows, weights):
-        """Shuffle the rows tied at the best weight (a prefix)."""
+    def _shuffle_best(self, weights):
+        """Shuffle the candidates tied at the best weight (a prefix)."""
         ties = int(np.count_nonzero(weights == weights[0]))
-        best = rows[:ties].tolist()
-        self.pipeline.random.shuffle(best)
-        return np.concatenate((np.asarray(best, dtype=rows.dtype),
-                               rows[ties:]))
+        permutation = list(range(ties))
+        self.pipeline.random.shuffle(permutation)
+        permutation = np.asarray(permutation, dtype=np.intp)
+        if self._weighing is not None:
+            self._weighing.permute_prefix(permutation)
+        else:
+            self._rows = np.concatenate(
+                (self._rows[:ties][permutation], self._rows[ties:]))
+
+    def _move_to_front(self, position):
+        if self._weighing is not None:
+            self._weighing.move_to_front(position)
+        elif position:
+            rows = self._rows
+            self._rows = np.concatenate((rows[position:position + 1],
+                                         np.delete(rows, position)))
 
     def __len__(self) -> int:
-        return len(self.rows)
+        if self._weighing is not None:
+            return len(self._weighing)
+        return len(self._rows)
 
     def first(self) -> HostState:
         """The best candidate (the ranking must not be empty)."""
-        return self.table.states[self.rows[0]]
+        return self.table.states[self._head(1)[0]]
 
     def drop_first(self) -> None:
         """Remove the best candidate (its claim was refused)."""
-        self.rows = self.rows[1:]
+        if self._weighing is not None:
+            self._weighing.drop_first()
+        else:
+            self._rows = self._rows[1:]
 
     def best(self, count: int) -> list[HostState]:
         """The first ``count`` candidates."""
-        return self.table.states_at(self.rows[:count])
+        return self.table.states_at(self._head(count))
+
+    def _head(self, count):
+        if self._weighing is not None:
+            return self._weighing.head(count)
+        return self._rows[:count]
 
     def apply_limits(self, states: Sequence[HostState]) -> None:
         """Write the ``limits`` of the filters that ran in vectorised

@@ -39,6 +39,13 @@ class BaseHostFilter:
     run_filter_once_per_request: typing.ClassVar[bool] = False
     # Run on a rebuild with a new image (``_nova_check_type`` hint).
     RUN_ON_REBUILD: typing.ClassVar[bool] = False
+    # The verdict on a host depends only on the request and that host's
+    # HostState (its own fields, aggregates and instances), and on the
+    # request's group hosts only for the hosts they name: between two
+    # instances of a request, only the hosts consumed from are filtered
+    # again (``host_local``).  False by default: a plug-in may read
+    # anything.
+    HOST_LOCAL: typing.ClassVar[bool] = False
 
     def host_passes(self, host_state: 'HostState',
                     spec_obj: 'RequestSpec') -> bool:
@@ -147,7 +154,8 @@ class HostFilterHandler:
 
     def get_filtered_rows(self, filters: typing.Sequence[BaseHostFilter],
                           table: 'HostTable', rows: npt.NDArray[np.intp],
-                          spec_obj: 'RequestSpec', index: int = 0
+                          spec_obj: 'RequestSpec', index: int = 0,
+                          changed: npt.NDArray[np.intp] | None = None
                           ) -> tuple[npt.NDArray[np.intp],
                                      list[BaseHostFilter]]:
         """``get_filtered_objects`` over a HostTable.
@@ -156,6 +164,11 @@ class HostFilterHandler:
         ``(rows, ran)``: the passing rows, order kept, and the filters
         that ran as ``host_mask`` (whose ``apply_limits`` the driver
         calls for the hosts it returns).
+
+        ``changed``: when given, ``rows`` all passed these filters for
+        the previous instance of the request and only the hosts of
+        ``changed`` (a subset of ``rows``) changed since: a ``host_local``
+        filter then runs over those only, with the same result.
         """
         history = []
         ran: list[BaseHostFilter] = []
@@ -164,9 +177,22 @@ class HostFilterHandler:
             if not host_filter.run_filter_for_index(index):
                 continue
             before = len(rows)
-            if not (rebuild and not host_filter.RUN_ON_REBUILD):
+            if rebuild and not host_filter.RUN_ON_REBUILD:
+                pass
+            elif changed is not None and host_local(host_filter):
+                passed = self._filter_rows(host_filter, table, changed,
+                                           spec_obj, ran)
+                if len(passed) < len(changed):
+                    failed = np.setdiff1d(changed, passed)
+                    rows = rows[~np.isin(rows, failed)]
+                    changed = passed
+            else:
                 rows = self._filter_rows(host_filter, table, rows, spec_obj,
                                          ran)
+                if changed is not None and len(rows) < before:
+                    kept = np.zeros(len(table), dtype=bool)
+                    kept[rows] = True
+                    changed = changed[kept[changed]]
             history.append((type(host_filter).__name__, before, len(rows)))
             if not len(rows):
                 _log_no_hosts(spec_obj, history)
@@ -209,6 +235,16 @@ class HostFilterHandler:
 
 # The per-host methods a fast form must stand for.
 _REFERENCE = ('host_passes', 'filter_all', '_filter_one')
+# ... and ``HOST_LOCAL``, which speaks for the fast forms too.
+_LOCAL_REFERENCE = _REFERENCE + ('host_mask', 'memo_key', 'memo_scope')
+
+
+def host_local(host_filter: BaseHostFilter) -> bool:
+    """Whether ``host_filter`` is ``HOST_LOCAL``, as declared by the class
+    defining how it filters or a subclass of it (a plug-in overriding
+    ``host_passes`` of a built-in filter is not assumed local)."""
+    return bool(host_filter.HOST_LOCAL) and loadables.fast_form_applies(
+        host_filter, 'HOST_LOCAL', _LOCAL_REFERENCE)
 
 
 def _log_no_hosts(spec_obj: 'RequestSpec',

@@ -42,6 +42,8 @@ class DifferentHostFilter(filters.BaseHostFilter):
     per request (Nova).
     """
 
+    HOST_LOCAL = True
+
     run_filter_once_per_request = True
 
     def host_passes(self, host_state, spec_obj):
@@ -55,6 +57,8 @@ class SameHostFilter(filters.BaseHostFilter):
     """The host runs at least one of the instances in the ``same_host``
     hint (an instance uuid or a list); no hint -> pass.  Runs once per
     request (Nova)."""
+
+    HOST_LOCAL = True
 
     run_filter_once_per_request = True
 
@@ -76,6 +80,8 @@ class SimpleCIDRAffinityFilter(filters.BaseHostFilter):
     both work; an address never belongs to a network of the other family.
     Runs once per request (Nova).
     """
+
+    HOST_LOCAL = True
 
     run_filter_once_per_request = True
 
@@ -122,6 +128,8 @@ class _GroupAntiAffinityFilter(filters.BaseHostFilter):
       in this request).
     """
 
+    HOST_LOCAL = True
+
     policy_name: str | None = None
 
     def host_passes(self, host_state, spec_obj):
@@ -148,7 +156,7 @@ class _GroupAntiAffinityFilter(filters.BaseHostFilter):
             on_host = table.instance_counts(members)[rows]
             mask = on_host < _max_server_per_host(group)
         else:
-            mask = ~np.isin(rows, table.host_rows(group.host_list()))
+            mask = ~_on_hosts(table, rows, group.host_list())
         instance_uuid = spec_obj.get('instance_uuid')
         if instance_uuid:
             mask |= table.instance_counts([instance_uuid])[rows] > 0
@@ -166,6 +174,20 @@ class _GroupAntiAffinityFilter(filters.BaseHostFilter):
                                               'max': maximum})
             return False
         return True
+
+
+def _on_hosts(table, rows, hosts):
+    """bool array: which of ``rows`` are nodes of the service hosts
+    ``hosts`` (looked up one by one when the rows are fewer, as when a
+    request's later instances filter only the hosts they consumed
+    from)."""
+    if len(rows) < len(hosts):
+        names = set(hosts)
+        states = table.states
+        return np.fromiter((states[row].host in names
+                            for row in rows.tolist()),
+                           dtype=bool, count=len(rows))
+    return np.isin(rows, table.host_rows(hosts))
 
 
 def _max_server_per_host(group):
@@ -214,7 +236,7 @@ class _GroupAffinityFilter(filters.BaseHostFilter):
                  group.policy_name == self.policy_name else None)
         if not hosts:
             return np.ones(len(rows), dtype=bool)
-        return np.isin(rows, table.host_rows(hosts))
+        return _on_hosts(table, rows, hosts)
 
 
 class ServerGroupAffinityFilter(_GroupAffinityFilter):

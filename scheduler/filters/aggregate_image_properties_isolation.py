@@ -30,6 +30,8 @@ class AggregateImagePropertiesIsolation(BaseHostFilter):
     per request.
     """
 
+    HOST_LOCAL = True
+
     run_filter_once_per_request = True
     RUN_ON_REBUILD = True
 

@@ -32,6 +32,8 @@ class AggregateInstanceExtraSpecsFilter(BaseHostFilter):
     Runs once per request.
     """
 
+    HOST_LOCAL = True
+
     run_filter_once_per_request = True
 
     def host_passes(self, host_state, spec_obj):

@@ -28,6 +28,8 @@ class AggregateMultiTenancyIsolation(BaseHostFilter):
     hosts; it does not keep the tenant on them.  Runs once per request.
     """
 
+    HOST_LOCAL = True
+
     run_filter_once_per_request = True
 
     def host_passes(self, host_state, spec_obj):

@@ -11,6 +11,8 @@ class AllHostsFilter(filters.BaseHostFilter):
     answer cannot change between the instances of a request.
     """
 
+    HOST_LOCAL = True
+
     run_filter_once_per_request = True
 
     def host_passes(self, host_state, spec_obj):

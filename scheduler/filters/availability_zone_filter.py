@@ -29,6 +29,8 @@ class AvailabilityZoneFilter(filters.BaseHostFilter):
     Runs once per request.
     """
 
+    HOST_LOCAL = True
+
     run_filter_once_per_request = True
 
     def host_passes(self, host_state, spec_obj):

@@ -29,6 +29,8 @@ class ClaimCapacityFilter(filters.BaseHostFilter):
     and no more than the node's size.  A bare-metal node's claim is its
     whole size (``HostState.claim_amounts``)."""
 
+    HOST_LOCAL = True
+
     RUN_ON_REBUILD = False
 
     def host_passes(self, host_state, spec_obj):

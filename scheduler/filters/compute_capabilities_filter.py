@@ -41,6 +41,8 @@ class ComputeCapabilitiesFilter(filters.BaseHostFilter):
     Runs once per request, as in Nova.
     """
 
+    HOST_LOCAL = True
+
     run_filter_once_per_request = True
 
     def host_passes(self, host_state, spec_obj):

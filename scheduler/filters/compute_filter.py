@@ -27,6 +27,8 @@ class ComputeFilter(filters.BaseHostFilter):
     host manager never builds such a host).  Runs once per request.
     """
 
+    HOST_LOCAL = True
+
     run_filter_once_per_request = True
 
     def host_passes(self, host_state, spec_obj):

@@ -25,6 +25,8 @@ class _BaseExactFilter(BaseHostFilter):
     those of the class's ``capacity.Measure`` (as the RAM, vCPU and disk
     filters read them), without overcommit."""
 
+    HOST_LOCAL = True
+
     # The measured resource; the key of ``host_state.limits`` written on
     # pass; what is compared (for the log message).
     measure: typing.ClassVar[capacity.Measure]
@@ -79,6 +81,8 @@ class ExactCoreFilter(_BaseExactFilter):
     (``vcpus_total - vcpus_used``); sets ``limits['vcpu']`` to
     ``vcpus_total``.  A host that reports no vCPUs (0 or None) fails,
     unlike CoreFilter's fail-safe pass."""
+
+    HOST_LOCAL = True
 
     measure = capacity.VCPUS
     limit_key = capacity.VCPUS.limit_key

@@ -119,6 +119,8 @@ class ImagePropertiesFilter(filters.BaseHostFilter):
     warning (Nova raises).  Runs once per request and on rebuilds.
     """
 
+    HOST_LOCAL = True
+
     run_filter_once_per_request = True
     RUN_ON_REBUILD = True
 

@@ -22,6 +22,8 @@ class IoOpsFilter(BaseHostFilter):
     max_io_ops_per_host`` (default 8).  A maximum of 0 rejects every
     host."""
 
+    HOST_LOCAL = True
+
     def _get_max_io_ops_per_host(self, host_state, spec_obj):
         return CONF.filter_scheduler.max_io_ops_per_host
 

@@ -28,6 +28,8 @@ class IsolatedHostsFilter(BaseHostFilter):
     per request, as in Nova.
     """
 
+    HOST_LOCAL = True
+
     run_filter_once_per_request = True
     RUN_ON_REBUILD = True
 

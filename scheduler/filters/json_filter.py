@@ -216,6 +216,8 @@ class JsonFilter(BaseHostFilter):
     ``free_disk_mb``).
     """
 
+    HOST_LOCAL = True
+
     def __init__(self):
         self._compiled = functools.lru_cache(maxsize=CACHE_SIZE)(
             self._compile_or_reject)

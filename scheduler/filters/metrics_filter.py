@@ -23,6 +23,8 @@ class MetricsFilter(BaseHostFilter):
     them.  Runs for every instance of a request and not on rebuilds.
     """
 
+    HOST_LOCAL = True
+
     def host_passes(self, host_state, spec_obj):
         wanted = {name for name, _ in metrics.configured_weight_setting()}
         missing = wanted - metrics.host_metrics(host_state).keys()

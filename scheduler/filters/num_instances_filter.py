@@ -19,6 +19,8 @@ class NumInstancesFilter(BaseHostFilter):
     """Pass hosts with ``num_instances < [filter_scheduler]
     max_instances_per_host`` (default 50, at least 1 as in Nova Pike+)."""
 
+    HOST_LOCAL = True
+
     def _get_max_instances_per_host(self, host_state, spec_obj):
         return CONF.filter_scheduler.max_instances_per_host
 

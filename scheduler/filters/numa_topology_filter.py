@@ -133,6 +133,8 @@ def _with_policies(topology, cpu_policy, thread_policy):
 class NUMATopologyFilter(filters.BaseHostFilter):
     """Pass hosts on which the requested NUMA topology fits."""
 
+    HOST_LOCAL = True
+
     RUN_ON_REBUILD = False
 
     def __init__(self):

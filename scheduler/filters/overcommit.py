@@ -103,6 +103,8 @@ class OvercommitFilter(filters.BaseHostFilter):
     enforces.  Not a plug-in itself: RamFilter, CoreFilter, DiskFilter
     and their variants are."""
 
+    HOST_LOCAL = True
+
     RUN_ON_REBUILD = False
 
     measure: typing.ClassVar[capacity.Measure]

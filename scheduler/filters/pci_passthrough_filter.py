@@ -28,6 +28,8 @@ LOG = logging.getLogger(__name__)
 class PciPassthroughFilter(filters.BaseHostFilter):
     """Pass hosts that have the PCI devices the request asks for."""
 
+    HOST_LOCAL = True
+
     RUN_ON_REBUILD = False
 
     def host_passes(self, host_state, spec_obj):

@@ -21,6 +21,8 @@ class RetryFilter(filters.BaseHostFilter):
     or a single forced host or node).  Runs for every instance.
     """
 
+    HOST_LOCAL = True
+
     def host_passes(self, host_state, spec_obj):
         retry = spec_obj.get('retry')
         if retry is None:

@@ -50,6 +50,8 @@ class TrustedFilter(filters.BaseHostFilter):
     attestation is off).
     """
 
+    HOST_LOCAL = True
+
     run_filter_once_per_request = True
     RUN_ON_REBUILD = False
 

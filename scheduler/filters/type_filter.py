@@ -21,6 +21,8 @@ class TypeAffinityFilter(BaseHostFilter):
     runs one flavor.  An empty host passes.  An instance whose flavor is
     unknown counts as another flavor."""
 
+    HOST_LOCAL = True
+
     def host_passes(self, host_state, spec_obj):
         other_types = utils.other_types_on_host(
             host_state, spec_obj.flavor.obj_get('id'))
@@ -36,6 +38,8 @@ class AggregateTypeAffinityFilter(BaseHostFilter):
     (a comma-separated, stripped list of flavor names) of one of the
     host's aggregates, or when none of them has that key.  Runs once per
     request."""
+
+    HOST_LOCAL = True
 
     run_filter_once_per_request = True
 

@@ -60,8 +60,12 @@ class InstanceGroup(base.TimestampedObject, base.SchedulerObject):
         return list(self.obj_get('hosts') or [])
 
     def add_host(self, host):
-        """Record a host picked during the request, never persisted."""
-        hosts = self.host_list()
-        hosts.append(host)
-        self.hosts = hosts
+        """Record a host picked during the request, never persisted.
+        Appended in place (as Nova's FilterScheduler does): assigning a
+        new list would coerce every host again, O(N^2) over a request
+        for N instances."""
+        if self.obj_attr_is_set('hosts') and self.hosts is not None:
+            self.hosts.append(host)
+        else:
+            self.hosts = [host]
         self.obj_reset_changes(['hosts'])

@@ -23,6 +23,7 @@ from oslo_log import log as logging
 from scheduler import aggregates
 from scheduler import loadables
 from scheduler.conf import CONF
+from scheduler.weights.weighing import Weighing
 
 if typing.TYPE_CHECKING:
     from scheduler.host_state import HostState
@@ -85,6 +86,11 @@ class BaseHostWeigher:
     # A HostTable column holding exactly ``weigh_object``'s value, for
     # weighers that just read one HostState attribute.
     column: typing.ClassVar[str | None] = None
+    # The raw weight of a host depends only on the request and that
+    # host's HostState: between two instances of a request, only the
+    # hosts consumed from are weighed again (``host_local``).  False by
+    # default: a plug-in may read anything.
+    HOST_LOCAL: typing.ClassVar[bool] = False
 
     def weight_multiplier(self, host_state: 'HostState') -> float:
         """The multiplier for ``host_state``: the minimum aggregate
@@ -187,25 +193,27 @@ class HostWeightHandler:
         caller weighing the same table several times (the instances of a
         request) while no aggregate changes.
         """
-        total = np.zeros(len(rows))
         if len(rows) <= 1:
-            return rows, total
+            return rows, np.zeros(len(rows))
+        weighed = self.weighing(weighers, table, rows, weight_properties,
+                                multipliers)
+        return _sorted_best_first(rows, weighed.totals, limit)
+
+    def weighing(self, weighers: typing.Sequence[BaseHostWeigher],
+                 table: 'HostTable', rows: npt.NDArray[np.intp],
+                 weight_properties: 'RequestSpec',
+                 multipliers: list[typing.Any] | None = None) -> Weighing:
+        """The ``Weighing`` of ``rows`` (totals in ``rows`` order), which
+        a caller may keep and update between the instances of a request
+        when every weigher is ``host_local`` and their multipliers are
+        known per table (``table_multipliers`` gives no None)."""
         if multipliers is None:
             multipliers = self.table_multipliers(weighers, table)
-        for weigher, known in zip(weighers, multipliers, strict=True):
-            factors = _multipliers(weigher, table, rows, known)
-            # Computed even when unused: a weigher may raise (Nova's
-            # MetricsWeigher does when a required metric is missing).
-            raw = _raw_weights(weigher, table, rows, weight_properties)
-            if np.ndim(factors) == 0 and factors == 0.0:
-                continue   # adds 0 x (a value in [0, 1]) to every host
-            if weigher.minval is not None:
-                raw = np.maximum(raw, weigher.minval)
-            if weigher.maxval is not None:
-                raw = np.minimum(raw, weigher.maxval)
-            total += factors * _normalize_array(
-                raw, weigher.minval, weigher.maxval)
-        return _sorted_best_first(rows, total, limit)
+        factors = [_multipliers(weigher, table, rows, known)
+                   for weigher, known in zip(weighers, multipliers,
+                                             strict=True)]
+        return Weighing(weighers, table, rows, weight_properties, factors,
+                        _raw_weights)
 
 
     @staticmethod
@@ -251,6 +259,16 @@ def per_host_method(weigher: BaseHostWeigher
 
 # The per-host methods a fast form must stand for.
 _REFERENCE = ('weigh_object', '_weigh_object', 'weigh_objects')
+# ... and ``HOST_LOCAL``, which speaks for the fast forms too.
+_LOCAL_REFERENCE = _REFERENCE + ('weigh_rows', 'memo_key', 'column')
+
+
+def host_local(weigher: BaseHostWeigher) -> bool:
+    """Whether ``weigher`` is ``HOST_LOCAL``, as declared by the class
+    defining how it weighs or a subclass of it (a plug-in overriding
+    ``weigh_object`` of a built-in weigher is not assumed local)."""
+    return bool(weigher.HOST_LOCAL) and loadables.fast_form_applies(
+        weigher, 'HOST_LOCAL', _LOCAL_REFERENCE)
 
 
 def _raw_weights(weigher: BaseHostWeigher, table: 'HostTable', rows: _Rows,

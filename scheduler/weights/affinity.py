@@ -38,6 +38,8 @@ class _SoftAffinityWeigherBase(weights.BaseHostWeigher):
     about once per weigher, as Ocata warned about the option.
     """
 
+    HOST_LOCAL = True
+
     policy: str | None = None
     sign = 1
     _warned_negative = False

@@ -28,6 +28,8 @@ class BestFitWeigher(weights.BaseHostWeigher):
     same name.
     """
 
+    HOST_LOCAL = True
+
     multiplier_option = 'best_fit_weight_multiplier'
 
     def weigh_object(self, host_state, weight_properties):

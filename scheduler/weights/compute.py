@@ -18,6 +18,8 @@ class BuildFailureWeigher(weights.BaseHostWeigher):
     builds is used only when nothing else is left.  No class bounds.
     """
 
+    HOST_LOCAL = True
+
     multiplier_option = 'build_failure_weight_multiplier'
     column = 'failed_builds'
 

@@ -14,6 +14,8 @@ class CPUWeigher(weights.BaseHostWeigher):
     name.
     """
 
+    HOST_LOCAL = True
+
     minval = 0
     multiplier_option = 'cpu_weight_multiplier'
 

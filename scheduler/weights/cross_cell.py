@@ -36,6 +36,8 @@ class CrossCellWeigher(weights.BaseHostWeigher):
     aggregate with the key of the same name.  No class bounds.
     """
 
+    HOST_LOCAL = True
+
     multiplier_option = 'cross_cell_move_weight_multiplier'
 
     def weigh_object(self, host_state, weight_properties):

@@ -12,6 +12,8 @@ class DiskWeigher(weights.BaseHostWeigher):
     stacks), overridable per aggregate with the key of the same name.
     """
 
+    HOST_LOCAL = True
+
     minval = 0
     multiplier_option = 'disk_weight_multiplier'
     column = 'free_disk_mb'

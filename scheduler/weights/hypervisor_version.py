@@ -17,6 +17,8 @@ class HypervisorVersionWeigher(weights.BaseHostWeigher):
     per aggregate with the key of the same name.  No class bounds.
     """
 
+    HOST_LOCAL = True
+
     multiplier_option = 'hypervisor_version_weight_multiplier'
     column = 'hypervisor_version'
 

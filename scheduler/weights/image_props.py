@@ -82,6 +82,8 @@ class ImagePropertiesWeigher(weights.BaseHostWeigher):
     override works.  No class bounds.
     """
 
+    HOST_LOCAL = True
+
     multiplier_option = 'image_props_weight_multiplier'
 
     def weigh_object(self, host_state, weight_properties):

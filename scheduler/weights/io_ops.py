@@ -13,6 +13,8 @@ class IoOpsWeigher(weights.BaseHostWeigher):
     overridable per aggregate with the key of the same name.
     """
 
+    HOST_LOCAL = True
+
     minval = 0
     multiplier_option = 'io_ops_weight_multiplier'
     column = 'num_io_ops'

@@ -38,6 +38,8 @@ class MetricsWeigher(weights.BaseHostWeigher):
     setting is read on every call, so a changed option applies at once.
     """
 
+    HOST_LOCAL = True
+
     def weight_multiplier(self, host_state):
         return aggregates.aggregate_min_value(
             host_state, AGGREGATE_MULTIPLIER_KEY,

@@ -16,6 +16,8 @@ class NumInstancesWeigher(weights.BaseHostWeigher):
     spreads them.  No class bounds.
     """
 
+    HOST_LOCAL = True
+
     multiplier_option = 'num_instances_weight_multiplier'
     column = 'num_instances'
 

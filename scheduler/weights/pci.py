@@ -47,6 +47,8 @@ class PCIWeigher(weights.BaseHostWeigher):
     No class bounds.
     """
 
+    HOST_LOCAL = True
+
     multiplier_option = 'pci_weight_multiplier'
 
     def weigh_object(self, host_state, weight_properties):

@@ -14,6 +14,8 @@ class RAMWeigher(weights.BaseHostWeigher):
     (Nova since Stein).
     """
 
+    HOST_LOCAL = True
+
     minval = 0
     multiplier_option = 'ram_weight_multiplier'
     column = 'free_ram_mb'
