@@ -173,6 +173,16 @@ scheduler_opts = [
                      'request fails, or after ``claim_timeout``.  When '
                      'false, concurrent schedulers may overcommit a node, '
                      'as Nova\'s filter scheduler may.'),
+    cfg.IntOpt('max_batched_requests', default=32, min=1,
+               help='How many select_destinations requests, queued while '
+                    'a worker decides, it may decide together (our own '
+                    'option): one refresh of the view and one claim '
+                    'transaction for all of them, each placed in turn in '
+                    'arrival order, seeing the ones before it, so the '
+                    'answers are those of deciding them one by one.  No '
+                    'request waits for others to come: a batch is what '
+                    'queued meanwhile.  1 decides every request on its '
+                    'own.'),
     cfg.FloatOpt('decision_timeout', default=10.0, min=0,
                  help='Seconds a select_destinations decision may wait on '
                       'the database (our own option).  Each statement '

@@ -50,7 +50,9 @@ it a ``Ranking`` of HostStates, the host manager consumes, the
 reservation claims.
 """
 
+import dataclasses
 import functools
+from typing import Any
 
 from oslo_log import log as logging
 from oslo_utils import uuidutils
@@ -60,6 +62,7 @@ from scheduler import live_migration
 from scheduler import notifications
 from scheduler.conf import CONF
 from scheduler.drivers import base
+from scheduler.engine import batching
 from scheduler.engine import deadline
 from scheduler.engine import reservation
 from scheduler.objects import selection as selection_obj
@@ -76,6 +79,12 @@ LOST_RACE = reservation.LOST_RACE
 class FilterScheduler(base.Scheduler):
     """Nova's FilterScheduler on the "all compute nodes" path."""
 
+    def __init__(self, context, notifier=None):
+        super().__init__(context, notifier)
+        self.batcher = batching.Batcher(
+            self.host_manager.lock, self._decide_batch,
+            CONF.scheduler.max_batched_requests)
+
     def select_destinations(self, context, spec_obj, instance_uuids=None,
                             return_alternates=False):
         """Return one list of Selection per instance (chosen host first,
@@ -83,16 +92,156 @@ class FilterScheduler(base.Scheduler):
 
         Sends ``scheduler.select_destinations.start`` / ``.end``; raises
         NoValidHost when fewer hosts than instances can be found.
+        Requests arriving while others are decided are decided together
+        (``scheduler.engine.batching``), with the same answers as one by
+        one in arrival order.
         """
         notifications.notify_select_destinations(
             self.notifier, context, spec_obj, 'start')
-        with self.host_manager.lock:
-            deadline.check()    # given up while waiting for the lock
-            selections = self._schedule(context, spec_obj, instance_uuids,
-                                        return_alternates)
+        selections = self.batcher.submit(_Request(
+            context, spec_obj, instance_uuids, return_alternates,
+            deadline.current()))
         notifications.notify_select_destinations(
             self.notifier, context, spec_obj, 'end')
         return selections
+
+    # -- batches (scheduler.engine.batching) ---------------------------------
+
+    def _decide_batch(self, tickets):
+        """Give every ticket of a batch its outcome (the view's lock is
+        held).  Requests given up while they waited (``decision_timeout``)
+        are skipped; several requests outside Placement mode are decided
+        together (``_decide_together``), else one by one."""
+        waiting = []
+        for ticket in tickets:
+            if _abandoned(ticket.request.deadline):
+                ticket.fail(deadline.Abandoned())
+            else:
+                waiting.append(ticket)
+        if len(waiting) > 1 and self.placement is None:
+            self._decide_together(waiting)
+        else:
+            for ticket in waiting:
+                self._decide_one(ticket)
+
+    def _decide_one(self, ticket):
+        """``_schedule`` for one ticket, under its own deadline."""
+        request = ticket.request
+        with deadline.acting_for(request.deadline):
+            try:
+                ticket.succeed(self._schedule(
+                    request.context, request.spec_obj,
+                    request.instance_uuids, request.return_alternates))
+            except Exception as exc:
+                ticket.fail(exc)
+
+    def _decide_together(self, tickets):
+        """One refresh of the view, each request placed in turn (arrival
+        order; a request that fails fails alone, and the view is read
+        again for the next one, without its consumption), then the
+        claims of all in the decision's transaction.  After a lost race,
+        or a request given up meanwhile, the requests whose claims were
+        not committed are decided again, each on its own
+        (``_decide_one``).  Each request's deadline is checked before the
+        commit and settled after it, as ``_schedule`` does."""
+        context = tickets[0].request.context
+        decided = []
+        committed = []
+        with deadline.acting_for(None):
+            try:
+                with self.reservation.decision(context, claiming=any(
+                        self._claiming(t.request.spec_obj)
+                        for t in tickets)) as atomic:
+                    states = None
+                    for ticket in tickets:
+                        if states is None:
+                            states = self._read_hosts(context, None)
+                        placed = self._place_request(context, states,
+                                                     ticket)
+                        if placed is None:
+                            states = None   # forgotten consumption
+                        else:
+                            decided.append(placed)
+                    if any(_abandoned(d.request.deadline)
+                           for d in decided):
+                        raise reservation.LostRace()
+                    for placed in decided:
+                        if placed.claiming:
+                            self.reservation.claim(
+                                context, placed.request.spec_obj,
+                                placed.selected, placed.uuids)
+                        if not atomic:
+                            committed.append(placed)
+            except reservation.LostRace:
+                self._decide_again(context, committed, [
+                    d for d in decided if d not in committed])
+                return
+            except Exception as exc:
+                self._undo(decided)
+                for placed in decided:
+                    placed.ticket.fail(exc)
+                return
+        for placed in decided:
+            self._settle(context, placed)
+
+    def _decide_again(self, context, committed, undone):
+        """After a batch's lost race: answer those whose claims committed
+        on their own (no shared transaction), decide the others again."""
+        for placed in committed:
+            self._settle(context, placed)
+        self._undo(undone)
+        for placed in undone:
+            self._decide_one(placed.ticket)
+
+    def _place_request(self, context, states, ticket):
+        """Place one request of a batch (``_place``) and build its
+        Selections; a ``_Placed``, or None when it failed (the ticket then
+        has its error)."""
+        request = ticket.request
+        spec_obj = request.spec_obj
+        group = spec_obj.get('instance_group')
+        try:
+            live_migration.check_requested_destination(states, spec_obj)
+            num = self.num_instances(spec_obj, request.instance_uuids)
+            uuids = _instance_uuids(spec_obj, request.instance_uuids, num)
+            group_hosts = group.host_list() if group is not None else None
+            selected, ranking = self._place(
+                context, spec_obj, uuids, request.return_alternates,
+                claim_each=False)
+            selections = self._answer(selected, ranking,
+                                      request.return_alternates)
+        except Exception as exc:
+            ticket.fail(exc)
+            return None
+        return _Placed(ticket, selected, uuids, self._claiming(spec_obj),
+                       group, group_hosts, selections)
+
+    def _undo(self, decided):
+        """Forget the consumption of the placed requests of a batch that
+        committed nothing, and their hosts in their groups."""
+        for placed in decided:
+            self.host_manager.forget_consumption(placed.selected)
+            if placed.group is not None:
+                placed.group.hosts = placed.group_hosts
+                placed.group.obj_reset_changes(['hosts'])
+
+    def _settle(self, context, placed):
+        """After the batch's commit: keep a request's consumption and
+        answer it, or, when its caller was answered DatabaseUnavailable
+        meanwhile, release its claims (``deadline.finish``)."""
+        if placed.claiming:
+            self.host_manager.keep_consumption(placed.selected)
+        if placed.request.deadline is None or \
+                placed.request.deadline.finish():
+            placed.ticket.succeed(placed.selections)
+            return
+        if placed.claiming:
+            self.reservation.release(context, placed.uuids)
+        self.host_manager.forget_consumption(placed.selected)
+        LOG.warning('Released the claims of a decision whose caller was '
+                    'answered DatabaseUnavailable (decision_timeout): %s',
+                    ', '.join(placed.uuids))
+        placed.ticket.fail(deadline.Abandoned())
 
     def best_host(self, context, spec_obj):
         """The HostState the next decision for ``spec_obj`` would choose
@@ -111,7 +260,6 @@ class FilterScheduler(base.Scheduler):
         manager = self.host_manager
         num = self.num_instances(spec_obj, instance_uuids)
         uuids = _instance_uuids(spec_obj, instance_uuids, num)
-        max_hosts = CONF.scheduler.max_attempts if return_alternates else 1
         claiming = self._claiming(spec_obj)
         group = spec_obj.get('instance_group')
         group_hosts = group.host_list() if group is not None else None
@@ -153,8 +301,14 @@ class FilterScheduler(base.Scheduler):
         if not deadline.finish():
             self._abandon(context, selected, uuids[:len(selected)]
                           if claiming else [])
+        return self._answer(selected, ranking, return_alternates)
+
+    def _answer(self, selected, ranking, return_alternates):
+        """The Selections of ``selected`` with their alternates from
+        ``ranking``, limits written."""
+        max_hosts = CONF.scheduler.max_attempts if return_alternates else 1
         # Enough hosts for every list, even if all chosen ones come first.
-        alternates = ranking.best(max_hosts + num)
+        alternates = ranking.best(max_hosts + len(selected))
         ranking.apply_limits(selected + alternates)
         return self._selections(selected, alternates, max_hosts)
 
@@ -314,6 +468,38 @@ class FilterScheduler(base.Scheduler):
                     picks.append(selection(alt))
             result.append(picks)
         return result
+
+
+@dataclasses.dataclass
+class _Request:
+    """A ``select_destinations`` call waiting in the batcher."""
+
+    context: Any
+    spec_obj: Any
+    instance_uuids: list | None
+    return_alternates: bool
+    deadline: deadline.Deadline | None
+
+
+@dataclasses.dataclass
+class _Placed:
+    """A request of a batch placed, its claims not committed yet."""
+
+    ticket: batching.Ticket
+    selected: list
+    uuids: list
+    claiming: bool
+    group: Any
+    group_hosts: list | None
+    selections: list
+
+    @property
+    def request(self):
+        return self.ticket.request
+
+
+def _abandoned(request_deadline):
+    return request_deadline is not None and request_deadline.abandoned
 
 
 def _instance_uuids(spec_obj, instance_uuids, num):

@@ -24,9 +24,11 @@ cannot (a frozen server, a network that drops packets).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
+from collections.abc import Iterator
 from typing import Any
 
 import psutil
@@ -92,6 +94,19 @@ _current = threading.local()
 def current() -> Deadline | None:
     """The deadline of the decision running on this thread, if any."""
     return getattr(_current, 'deadline', None)
+
+
+@contextlib.contextmanager
+def acting_for(deadline: Deadline | None) -> Iterator[None]:
+    """Make ``deadline`` this thread's decision's deadline for a while
+    (a batch decides other callers' requests: ``None`` while deciding
+    several, each one's own while deciding it alone)."""
+    previous = current()
+    _current.deadline = deadline
+    try:
+        yield
+    finally:
+        _current.deadline = previous
 
 
 def check() -> None:

@@ -49,8 +49,10 @@ class Reservation(Protocol):
     def decision(self, context: Any, claiming: bool = True
                  ) -> contextlib.AbstractContextManager:
         """The span of one decision (its reads and, when ``claiming``,
-        its ``claim``): raises LostRace, everything claimed in it undone,
-        when a claim or a read made in it lost a race."""
+        its ``claim``): raises LostRace when a claim or a read made in it
+        lost a race.  Yields whether its claims commit together (all
+        undone by a LostRace) or each on its own (those made before the
+        race stay)."""
 
     def claim(self, context: Any, spec_obj: Any,
               selected: Sequence[HostState],
@@ -87,18 +89,19 @@ class SqlReservation:
 
     @contextlib.contextmanager
     def decision(self, context: Any, claiming: bool = True
-                 ) -> Iterator[None]:
+                 ) -> Iterator[bool]:
         """When ``claiming``, the decision's writer transaction on a
         server database (``claims.decision_transaction``), which
         ``claim`` joins; a lost race rolls it all back and leaves as
-        LostRace."""
+        LostRace.  Yields whether there is one (on SQLite each claim
+        commits on its own)."""
         transaction = (claims.decision_transaction(context) if claiming
                        else contextlib.nullcontext())
         try:
             with transaction as connection:
                 self._local.connection = connection
                 try:
-                    yield
+                    yield connection is not None
                     # Past its deadline, a decision commits nothing.
                     deadline.check()
                 finally:

@@ -44,9 +44,9 @@ class PlacementReservation:
 
     @contextlib.contextmanager
     def decision(self, context: Any, claiming: bool = True
-                 ) -> Iterator[None]:
+                 ) -> Iterator[bool]:
         """No transaction: each claim is one Placement request."""
-        yield
+        yield False
 
     def claim(self, context: Any, spec_obj: Any,
               selected: Sequence[HostState],

@@ -249,7 +249,7 @@ class Weighing:
                                             live_rows, self.spec_obj),
                            dtype=np.float64) for term in self.terms]
         if (not all(term.updatable() for term in self.terms) or
-                any(np.isnan(raw).any() for raw in raws)):
+                (raws and np.isnan(np.concatenate(raws)).any())):
             return False
         if len(gone):
             self.live[gone] = False
