@@ -12,17 +12,22 @@ inprocess (``inprocess``)
     compute node update reaching the scheduler's view.
 endtoend (``endtoend``)
     A separate ``scheduler-service`` process on PostgreSQL, called
-    through ``SchedulerAPI`` over RabbitMQ by sequential callers: latency
-    at the caller, decisions per second and the service's resident
-    memory.  The servers are the ones given (``--transport-url``,
-    ``--database-connection``); without them ``all`` skips this mode.
+    through ``SchedulerAPI`` over RabbitMQ by sequential callers (each
+    ``--callers`` value in turn): latency at the caller, decisions per
+    second and the service's resident memory.  The servers are the ones
+    given (``--transport-url``, ``--database-connection``); without them
+    ``all`` skips this mode.
 load (``load``)
-    Concurrent callers (``--callers``, default 8) for a time budget
-    against two schedulers sharing one RabbitMQ and PostgreSQL - one
-    ``scheduler-service`` with two workers, then two services - on a
-    small fleet that fills up: decisions per second, latency, lost claim
-    races, and a check in the database that no node is overcommitted.
-    Not part of ``all``; it has its own defaults (``load.DEFAULTS``).
+    A saturation benchmark: concurrent callers for a time budget against
+    two schedulers sharing one RabbitMQ and PostgreSQL - one
+    ``scheduler-service`` with two workers, then two services, each
+    started once per fleet size - in a phase per ``--callers`` value
+    (default 8) and ``--instances`` value (default 1), each on a fleet
+    that starts empty and fills up: decisions and instances per second,
+    latency, lost claim races, beside a no-op call on the same broker
+    with as many callers (the floor), and a check in the database that
+    no node is overcommitted.  Not part of ``all``; it has its own
+    defaults (``load.DEFAULTS``).
 placement (``placement``)
     Placement's own ``GET /allocation_candidates`` against ours
     (``scheduler.placement.candidates``) on the same providers, written
@@ -34,7 +39,8 @@ placement (``placement``)
 All use the Newton default filters plus CoreFilter and every weigher
 (``SCHEDULER_OPTIONS``); only the benchmark's own options differ between
 runs.  ``report`` prints the table and writes one JSON object per
-(mode, hosts, instances), and per topology in the load mode.  The
+(mode, hosts, instances), per callers value in the end-to-end and load
+modes, and per topology in the load mode.  The
 benchmark only measures: it changes neither the scheduler's code nor its
 decisions.
 """
@@ -98,7 +104,8 @@ class Settings:
     update_rounds: int = 20
     # Each phase stops after this many seconds (at least a few requests).
     time_budget_s: float | None = 300.0
-    callers: int = 1
+    # Concurrent callers, a measurement per value (end-to-end, load).
+    callers: list = dataclasses.field(default_factory=lambda: [1])
     call_timeout: int = 120
     server_timeout: float = 120.0
     smoke: bool = False

@@ -15,11 +15,12 @@ For each fleet size N, ``run``:
 4. warms up, then times ``SchedulerAPI.select_destinations(...,
    return_objects=True, return_alternates=True)`` - what Nova's
    conductor sends since Queens - from ``--callers`` sequential callers
-   (threads), once per ``--instances`` value: latency at the caller in
-   ms, decisions per second, and the service's RSS (its process and any
-   child, from ``/proc/<pid>/status``);
+   (threads), once per ``--callers`` value and ``--instances`` value (a
+   row each, the same service): latency at the caller in ms, decisions
+   per second, and the service's RSS (its process and any child, from
+   ``/proc/<pid>/status``);
 5. measures the cost of one compute node update reaching the service's
-   view, as in-process.
+   view, as in-process (with the first ``--callers`` value).
 
 The broker must be private to the run or at least the vhost unused by a
 real Nova: the service consumes the ``scheduler`` topic queue.
@@ -245,6 +246,26 @@ def time_callers(decide, requests, callers, heartbeat, budget_s,
     return total
 
 
+@contextlib.contextmanager
+def client_pool(callers, conf=CONF):
+    """In the block, this process's oslo.messaging connection pool
+    (``[oslo_messaging_rabbit] rpc_conn_pool_size``, 30 by default) has
+    room for ``callers`` concurrent calls, so that the callers - of the
+    no-op call and of the load alike - never wait for a connection to
+    send on."""
+    rpc.set_defaults(conf)
+    group = 'oslo_messaging_rabbit'
+    size = conf[group].rpc_conn_pool_size
+    if callers <= size:
+        yield size
+        return
+    conf.set_override('rpc_conn_pool_size', callers, group)
+    try:
+        yield callers
+    finally:
+        conf.clear_override('rpc_conn_pool_size', group)
+
+
 def _register_transport_opts():
     """Register oslo.messaging's ``[DEFAULT]`` options (the transport
     does it when first made) so ``control_exchange`` can be set first."""
@@ -263,10 +284,11 @@ def run(hosts_count, settings, transport_url, admin_url=None, emit=None):
     ``transport_url`` is the broker; the database is a new one on
     ``admin_url`` (a PostgreSQL superuser URL) or, without it,
     ``settings.database_connection``.  Returns the rows, one per
-    ``instances`` value; ``emit(row)`` is called as each is measured.
+    ``callers`` value and ``instances`` value; ``emit(row)`` is called as
+    each is measured.
     """
     with database_for(admin_url, settings.database_connection) as (
-            db_url, given):
+            db_url, given), client_pool(max(settings.callers)):
         ctx = seed.use_database(db_url)
         started = time.monotonic()
         hosts = workload.generate_hosts(hosts_count, settings.seed)
@@ -313,18 +335,25 @@ def _measure(ctx, hosts, seeded, seed_s, settings, transport_url, db_url,
                           started, errors=CALL_ERRORS)
         warmup_s = time.monotonic() - started
         rows = []
-        for instances in settings.instances:
+        phases = [(callers, instances) for callers in settings.callers
+                  for instances in settings.instances]
+        for callers, instances in phases:
             count = settings.requests_for(instances)
-            with inprocess.progress_bar(count, '%s x%d' % (label, instances),
+            name = '%s x%d' % (label, instances)
+            if len(settings.callers) > 1:
+                name += ', %d callers' % callers
+            with inprocess.progress_bar(count, name,
                                         settings.progress) as bar:
                 timings = time_callers(
                     decide, bench.requests(instances, count),
-                    settings.callers, heartbeat, settings.time_budget_s,
+                    callers, heartbeat, settings.time_budget_s,
                     progress=bar)
             extra = {'seed_s': round(seed_s, 2),
                      'warmup_s': round(warmup_s, 2),
-                     'callers': settings.callers}
-            if instances == 1 and settings.update_rounds:
+                     'callers': callers}
+            # The node update cost once, with the first callers value.
+            if (instances == 1 and settings.update_rounds and
+                    callers == settings.callers[0]):
                 extra.update(inprocess.measure_node_update(
                     ctx, decide,
                     bench.requests(1, 3 * settings.update_rounds, 'update',

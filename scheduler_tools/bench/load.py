@@ -1,69 +1,107 @@
-"""Load mode: concurrent callers against two schedulers on one database.
+"""Load mode: a saturation benchmark of two schedulers on one database.
 
 A bounded load test of the claims (``scheduler.db.claims``): two
 schedulers share one RabbitMQ and one PostgreSQL and decide at the same
-time on a deliberately small fleet, which fills up, so that each
-sometimes loses the race for a node's last room to the other.  Nothing
-else writes to the database during the run - no compute agent records
-instances or reports usage, no periodic task reconciles - so every claim
-stays: at the end the claims alone must fit in every node's capacity.
+time, from 1 to many concurrent callers, on a fleet that fills up, so
+that each sometimes loses the race for a node's last room to the other.
+Nothing else writes to the database during a phase - no compute agent
+records instances or reports usage, no periodic task reconciles - so
+every claim stays: at the end of each phase the claims alone must fit in
+every node's capacity.
 
-Both topologies run, one after the other, for each fleet size N
+For each fleet size N, both topologies run, one after the other
 (``TOPOLOGIES``):
 
 ``workers``
     one ``scheduler-service`` process with ``[scheduler] workers = 2``;
 ``services``
-    two ``scheduler-service`` processes with different ``[DEFAULT]
-    host``.
+    two ``scheduler-service`` processes of one worker, with different
+    ``[DEFAULT] host``.
 
-Before them, ``measure_floor`` times the floor on the same broker, with
-as many callers, the same time budget and call limit: a no-op
-oslo.messaging call (``scheduler_tools.bench.floor``).  Every row
-carries its ``noop_calls_per_s``, ``noop_p50_ms``, ``noop_p99_ms`` and
+Before them, ``measure_floors`` times the floor on the same broker, once
+per ``--callers`` value, with that many callers, the same time budget
+and call limit: a no-op oslo.messaging call
+(``scheduler_tools.bench.floor``; one no-op server for all the values).
+Every row carries the floor of its own callers value:
+``noop_calls_per_s``, ``noop_p50_ms``, ``noop_p99_ms`` and
 ``noop_errors``, and ``share_of_noop``, the decisions per second as a
-percentage of the no-op calls per second.
+percentage of the no-op calls per second.  The benchmark's own
+oslo.messaging connection pool has room for the largest callers value
+(``endtoend.client_pool``), so no caller waits for a connection.
 
-Each with ``[scheduler] claim_resources = True`` (the default, written
-explicitly), the benchmark's filters and weighers, no periodic task, a
-control exchange private to the topology and ``[DEFAULT] log_file`` at
-INFO for the claim loop's logger.  For each topology ``run``:
+Each service runs with ``[scheduler] claim_resources = True`` (the
+default, written explicitly), the benchmark's filters and weighers, no
+periodic task, a control exchange private to the topology and
+``[DEFAULT] log_file`` at INFO for the claim loop's logger.  For each
+topology ``run_topology``:
 
 1. takes a database: the ``--database-connection`` given, which must
    hold no compute node (the seeded rows and their claims are deleted
    again afterwards), or, called with a server's admin URL, a new one
    there (``scheduler_tools.databases``, dropped afterwards);
 2. seeds N hosts (``load_hosts``: ``workload.generate_hosts`` with a
-   quarter of the RAM, 16 to 128 GiB, so that RAM runs out first);
-3. starts the services and waits until every worker logged that it
-   serves the topic and the topic answers a ``ping``;
-4. during ``--time-budget`` seconds (default ``DEFAULTS``: 60 s), makes
-   ``--callers`` threads (default 8) call ``SchedulerAPI.
-   select_destinations(..., return_objects=True, return_alternates=
-   True)`` back to back on the request mix of ``workload.Workload``
-   (``--instances``: its first value, default 1), at most ``--requests``
-   calls in all, while a thread keeps the compute services' heartbeats;
-5. stops the services (SIGTERM, then SIGKILL of what is left of their
-   process group) and counts the lost races: the claim loop's INFO line
-   ``LOST_RACE_MARKER`` in the services' log files;
-6. checks the database: ``claims.overcommitted_nodes`` and
-   ``claims.unbalanced_nodes`` must be empty, and the live claims must be
-   exactly the instances placed; and sums the fleet's reported usage,
-   claims and capacity (total times allocation ratio) per resource.
+   quarter of the RAM, 16 to 128 GiB, so that RAM runs out first: about
+   15 instances of the mix per host, so 1,000 hosts hold about 15,000
+   and one request of 1,000 instances takes about 7% of them);
+3. starts the services ONCE and waits until every worker logged that it
+   serves the topic and the topic answers a ``ping``; then warms them up
+   with one sequential request of every shape of the mix and
+   ``--warmup`` more (``inprocess.warm_up``), so the first phase does
+   not pay the workers' first full reads;
+4. runs one phase per (``--callers`` value, ``--instances`` value), in
+   that order, the services staying up, while a thread keeps the
+   compute services' heartbeats.  A phase (``_phase``):
 
-A row (``report.make_row``, mode ``load``) per topology has the
-latencies at the caller (ms, answered calls: a Selection or NoValidHost),
-decisions (answered calls) per second over the call phase, the services'
-RSS and: ``topology``, ``processes``, ``workers`` (per process),
-``callers``, ``placed`` (instances), ``last_placement_s`` (when the last
-instance was placed, s into the load: about when the fleet was full),
-``timeouts``, ``first_error``, ``lost_races``,
-``lost_races_by_service``, ``service_errors`` (ERROR lines in the logs),
-``services_died``, ``claims``, ``claims_match``, ``overcommitted``,
-``unbalanced``, ``fleet_<resource>_used`` / ``_claimed`` /
-``_capacity`` (vCPUs, MiB, GiB) and ``verified`` (no overcommit, claims
-balanced, every call answered, claims equal to placements, no service
-died); ``log_dirs`` (the services' configuration and logs, kept) when not
+   a. releases every claim (``claims.release_many``, which the services'
+      views read back as changed rows): each phase starts from the
+      seeded fleet, whatever the previous one placed;
+   b. during ``--time-budget`` seconds (default ``DEFAULTS``: 60 s),
+      makes that many caller threads call ``SchedulerAPI.
+      select_destinations(..., return_objects=True, return_alternates=
+      True)`` back to back on the request mix of ``workload.Workload``
+      with that many instances per request, at most
+      ``settings.requests_for(instances)`` calls (``--requests``
+      divided by the instances, at least one); the calls in flight at
+      the deadline are waited for (up to ``--call-timeout`` each); the
+      requests are the same for every callers value, with instance
+      uuids of their own per phase;
+   c. waits until the services are idle (``settle``: their CPU time
+      grows by less than ``IDLE_CPU_SHARE`` of a core, at most
+      ``--call-timeout`` s), so that nothing a refused or timed-out call
+      started is still running;
+   d. counts the lost races of the phase (the claim loop's INFO line
+      ``LOST_RACE_MARKER`` in the services' log files, new since the
+      phase started) and checks the database: ``claims.
+      overcommitted_nodes`` and ``claims.unbalanced_nodes`` must be
+      empty, and the live claims must be exactly the instances placed
+      in the phase; and sums the fleet's reported usage, claims and
+      capacity (total times allocation ratio) per resource;
+
+5. stops the services (SIGTERM, then SIGKILL of what is left of their
+   process group).  A service that died ends the topology's phases.
+
+A call is answered with a Selection, NoValidHost, or a refusal: the
+service's ``DatabaseUnavailable`` when a decision waited past
+``[scheduler] decision_timeout`` (10 s; a saturated worker sheds its
+queue so).  Refusals are counted (``refused``), not timed; time-outs at
+the caller and any other exception are errors.
+
+A row (``report.make_row``, mode ``load``) per (hosts, topology,
+callers, instances) has the latencies at the caller (ms, calls answered
+with a Selection or NoValidHost), ``decisions_per_s`` (those calls per
+second over the phase), ``instances_per_s`` (instances placed per
+second), ``placed`` (instances), the services' RSS and: ``topology``,
+``processes``, ``workers`` (per process), ``callers``,
+``time_budget_s``, ``last_placement_s`` (when the last instance was
+placed, s into the phase: about when the fleet was full), ``refused``,
+``timeouts``, ``first_error``, ``lost_races``, ``lost_races_by_service``,
+``service_errors`` (ERROR lines in the logs during the phase),
+``services_died``, ``settle_s``, ``claims``, ``claims_match``,
+``overcommitted``, ``unbalanced``, ``fleet_<resource>_used`` /
+``_claimed`` / ``_capacity`` (vCPUs, MiB, GiB) and ``verified`` (no
+overcommit, claims balanced, no error - every call answered -, claims
+equal to placements, no service died); ``log_dirs`` (the services'
+configuration and logs, kept) when a row of the topology is not
 verified.  ``print_table`` prints the rows.
 """
 
@@ -105,9 +143,16 @@ LOG = logging.getLogger(__name__)
 
 # What the load mode runs unless the option is given (bench.Settings
 # fields); ``--smoke`` then makes it shorter (``SMOKE``).
+# The call time-out is above what a saturated worker answers in: a
+# refusal after ``[scheduler] decision_timeout`` (10 s) of waiting, or a
+# decision of 1,000 instances still computing, behind a queue of them.
 DEFAULTS = {'hosts': [30], 'instances': [1], 'requests': 100000,
-            'callers': 8, 'time_budget_s': 60.0, 'call_timeout': 30}
-SMOKE = {'hosts': [20], 'time_budget_s': 15.0, 'server_timeout': 60.0}
+            'callers': [8], 'time_budget_s': 60.0, 'call_timeout': 120}
+# Two callers values and one multi-instance value, 4 short phases per
+# topology.
+SMOKE = {'hosts': [20], 'callers': [2, 8], 'instances': [1, 10],
+         'time_budget_s': 5.0, 'warmup': 3, 'server_timeout': 60.0,
+         'call_timeout': 30}
 
 # RAM of the generated hosts is divided by this (16 to 128 GiB).
 RAM_DIVISOR = 4
@@ -123,6 +168,12 @@ LOG_FILE = 'scheduler.log'
 HEARTBEAT_INTERVAL_S = inprocess.HEARTBEAT_INTERVAL_S
 REQUEST_CHUNK = 200
 POLL_S = 0.5
+# Claims released per transaction between phases.
+RELEASE_CHUNK = 5000
+# The services are idle when their CPU time grows by less than this
+# share of one core over SETTLE_POLL_S.
+IDLE_CPU_SHARE = 0.05
+SETTLE_POLL_S = 0.5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,6 +216,18 @@ def remove_load(ctx, seeded):
                 table.c.compute_node_id.in_(
                     ids[start:start + seed.INSERT_CHUNK])))
     seed.remove_seeded(ctx, seeded)
+
+
+def release_claims(ctx, chunk=RELEASE_CHUNK):
+    """Release every live claim (``claims.release_many``, ``chunk`` at a
+    time): the claimed amounts go back to their nodes, whose rows the
+    services' views then read as changed.  Returns the claims
+    released."""
+    uuids = [row['instance_uuid'] for row in claims.get_claims(ctx)]
+    released = 0
+    for start in range(0, len(uuids), chunk):
+        released += claims.release_many(ctx, uuids[start:start + chunk])
+    return released
 
 
 def fleet_totals(ctx):
@@ -289,12 +352,14 @@ class RequestFeed:
     """The workload's requests of ``instances`` instances, made
     ``REQUEST_CHUNK`` at a time (streams ``load-0``, ``load-1``...), at
     most ``limit``; ``next()`` is thread-safe and gives None at the
-    end."""
+    end.  With ``uuid_tag``, each request gets instance uuids of its own
+    (``phase_uuids``): the same requests for every tag, new instances."""
 
-    def __init__(self, bench, instances, limit):
+    def __init__(self, bench, instances, limit, uuid_tag=None):
         self.bench = bench
         self.instances = instances
         self.limit = limit
+        self.uuid_tag = uuid_tag
         self.issued = 0
         self._chunks = 0
         self._buffer = collections.deque()
@@ -306,24 +371,41 @@ class RequestFeed:
                 return None
             if not self._buffer:
                 count = min(REQUEST_CHUNK, self.limit - self.issued)
-                self._buffer.extend(self.bench.requests(
-                    self.instances, count, 'load-%d' % self._chunks))
+                requests = self.bench.requests(
+                    self.instances, count, 'load-%d' % self._chunks)
+                if self.uuid_tag is not None:
+                    requests = [phase_uuids(request, self.uuid_tag)
+                                for request in requests]
+                self._buffer.extend(requests)
                 self._chunks += 1
             self.issued += 1
             return self._buffer.popleft()
 
 
+def phase_uuids(request, tag):
+    """``request`` (a ``workload.BenchRequest``, changed in place) with
+    its instance uuids replaced by ones derived from them and ``tag``
+    (uuid5: deterministic, distinct per tag)."""
+    request.instance_uuids = [
+        str(uuid.uuid5(uuid.NAMESPACE_OID, '%s:%s' % (tag, instance)))
+        for instance in request.instance_uuids]
+    request.spec.instance_uuid = request.instance_uuids[0]
+    return request
+
+
 @dataclasses.dataclass
 class CallerResult:
-    """What callers saw: ``timings`` of the answered calls (a Selection
-    or NoValidHost), ``placed`` instances, ``timeouts`` (also counted in
-    ``timings.errors``), the first error's text and ``last_placement_s``,
-    when the last instance was placed (s since the phase started; None
-    without placements)."""
+    """What callers saw: ``timings`` of the calls answered with a
+    Selection or NoValidHost, ``placed`` instances, ``refused`` calls
+    (the service's DatabaseUnavailable: not timed, not errors),
+    ``timeouts`` (also counted in ``timings.errors``), the first error's
+    text and ``last_placement_s``, when the last instance was placed (s
+    since the phase started; None without placements)."""
 
     timings: inprocess.Timings = dataclasses.field(
         default_factory=inprocess.Timings)
     placed: int = 0
+    refused: int = 0
     timeouts: int = 0
     first_error: str | None = None
     last_placement_s: float | None = None
@@ -331,6 +413,7 @@ class CallerResult:
     def merge(self, other):
         self.timings.merge(other.timings)
         self.placed += other.placed
+        self.refused += other.refused
         self.timeouts += other.timeouts
         self.first_error = self.first_error or other.first_error
         if other.last_placement_s is not None:
@@ -344,8 +427,10 @@ def drive(decide, feed, callers, deadline, stop, progress=None):
     or ``stop`` (an Event) is set.
 
     ``decide`` returns the instances placed; NoValidHost is an answer;
-    MessagingTimeout and any other exception are errors (counted, the
-    caller goes on).  Returns the callers' merged CallerResult; its
+    DatabaseUnavailable, the service's refusal of a decision that waited
+    past its ``decision_timeout``, is counted in ``refused`` and not
+    timed; MessagingTimeout and any other exception are errors (counted,
+    the caller goes on).  Returns the callers' merged CallerResult; its
     ``timings.busy_s`` is the wall time of the phase in s and
     ``timings.truncated`` whether the deadline or ``stop`` ended it.
     """
@@ -366,6 +451,11 @@ def drive(decide, feed, callers, deadline, stop, progress=None):
                 placed = decide(request)
             except exception.NoValidHost:
                 timings.no_valid_host += 1
+            except exception.DatabaseUnavailable:
+                result.refused += 1
+                if progress is not None:
+                    progress.update(1)
+                continue
             except Exception as exc:
                 timings.errors += 1
                 if isinstance(exc, messaging.MessagingTimeout):
@@ -436,24 +526,30 @@ def _watch(services, stop, threads_done):
 
 def run(hosts_count, settings, transport_url, admin_url=None, emit=None,
         topologies=TOPOLOGIES):
-    """Load each topology with ``hosts_count`` hosts; return the rows
-    (``emit(row)`` is called as each is measured).
+    """Load each topology with ``hosts_count`` hosts, a phase per
+    (callers, instances); return the rows (``emit(row)`` is called as
+    each is measured).
 
     ``transport_url`` is the broker; each topology's database is a new
     one on ``admin_url`` (a PostgreSQL superuser URL) or, without it,
     ``settings.database_connection``.
     """
     rows = []
-    noop = measure_floor(settings, transport_url)
-    for topology in topologies:
-        row = run_topology(topology, hosts_count, settings, transport_url,
-                           admin_url)
-        row.update(noop)
-        row['share_of_noop'] = _share(row['decisions_per_s'],
-                                      noop['noop_calls_per_s'])
-        rows.append(row)
-        if emit is not None:
-            emit(row)
+    with endtoend.client_pool(max(settings.callers)):
+        floors = measure_floors(settings, transport_url)
+
+        def add(row):
+            noop = floors[row['callers']]
+            row.update(noop)
+            row['share_of_noop'] = _share(row['decisions_per_s'],
+                                          noop['noop_calls_per_s'])
+            rows.append(row)
+            if emit is not None:
+                emit(row)
+
+        for topology in topologies:
+            run_topology(topology, hosts_count, settings, transport_url,
+                         admin_url, add)
     return rows
 
 
@@ -472,26 +568,35 @@ class _Calls:
             return True
 
 
-def measure_floor(settings, transport_url):
-    """The no-op call's figures (``scheduler_tools.bench.floor``) with
-    the load's callers, time budget and call limit, on the same broker:
-    ``noop_calls_per_s``, ``noop_p50_ms``, ``noop_p99_ms``,
-    ``noop_errors``."""
+def measure_floors(settings, transport_url):
+    """The no-op call's figures (``scheduler_tools.bench.floor``) on the
+    same broker, with the load's time budget and call limit, for each
+    ``settings.callers`` value (one no-op server for all): ``{callers:
+    {'noop_calls_per_s', 'noop_p50_ms', 'noop_p99_ms',
+    'noop_errors'}}``."""
     exchange = 'load-noop-%s' % uuid.uuid4().hex[:8]
     budget = settings.time_budget_s
+    floors = {}
     with floor.noop_call(transport_url, exchange,
-                         settings.call_timeout) as call, \
-            inprocess.progress_bar(None, '%s no-op call' % LOAD,
-                                   settings.progress) as bar:
-        deadline = time.monotonic() + (budget if budget else float('inf'))
-        result = drive(lambda _: call(), _Calls(settings.requests),
-                       settings.callers, deadline, threading.Event(), bar)
-    timings = result.timings
-    found = report.percentiles_ms(timings.latencies_ms)
-    return {'noop_calls_per_s': _round(timings.decisions_per_s()),
-            'noop_p50_ms': found.get('p50_ms'),
-            'noop_p99_ms': found.get('p99_ms'),
-            'noop_errors': timings.errors}
+                         settings.call_timeout) as call:
+        for callers in settings.callers:
+            if callers in floors:
+                continue
+            with inprocess.progress_bar(
+                    None, '%s no-op call, %d callers' % (LOAD, callers),
+                    settings.progress) as bar:
+                deadline = time.monotonic() + (budget if budget
+                                               else float('inf'))
+                result = drive(lambda _: call(), _Calls(settings.requests),
+                               callers, deadline, threading.Event(), bar)
+            timings = result.timings
+            found = report.percentiles_ms(timings.latencies_ms)
+            floors[callers] = {
+                'noop_calls_per_s': _round(timings.decisions_per_s()),
+                'noop_p50_ms': found.get('p50_ms'),
+                'noop_p99_ms': found.get('p99_ms'),
+                'noop_errors': timings.errors}
+    return floors
 
 
 def _share(rate, noop_rate):
@@ -502,8 +607,10 @@ def _share(rate, noop_rate):
 
 
 def run_topology(topology, hosts_count, settings, transport_url,
-                 admin_url=None):
-    """The row of one topology (see the module docstring)."""
+                 admin_url=None, emit=None):
+    """The rows of one topology, a phase per (callers, instances) (see
+    the module docstring); ``emit(row)`` is called as each is
+    measured."""
     with endtoend.database_for(admin_url, settings.database_connection) as (
             db_url, given):
         ctx = seed.use_database(db_url)
@@ -514,14 +621,15 @@ def run_topology(topology, hosts_count, settings, transport_url,
             endtoend.analyze(db_url)
             seed_s = time.monotonic() - started
             return _load(ctx, topology, hosts, seed_s, settings,
-                         transport_url, db_url)
+                         transport_url, db_url, emit)
         finally:
             if given:
                 remove_load(ctx, seeded)
             db.context_manager.dispose_pool()
 
 
-def _load(ctx, topology, hosts, seed_s, settings, transport_url, db_url):
+def _load(ctx, topology, hosts, seed_s, settings, transport_url, db_url,
+          emit=None):
     tag = uuid.uuid4().hex[:8]
     exchange = 'load-%s' % tag
     endtoend._register_transport_opts()
@@ -529,6 +637,7 @@ def _load(ctx, topology, hosts, seed_s, settings, transport_url, db_url):
     services = []
     transport = None
     keep = False
+    rows = []
     try:
         transport = rpc.get_transport(CONF, url=transport_url)
         for index in range(topology.processes):
@@ -550,55 +659,38 @@ def _load(ctx, topology, hosts, seed_s, settings, transport_url, db_url):
                 ctx, request.spec, request.instance_uuids,
                 return_objects=True, return_alternates=True))
 
-        instances = settings.instances[0]
-        feed = RequestFeed(workload.Workload(hosts, settings.seed),
-                           instances, settings.requests)
-        budget = settings.time_budget_s
-        deadline = time.monotonic() + (budget if budget else float('inf'))
-        stop, threads_done = threading.Event(), threading.Event()
-        watcher = threading.Thread(target=_watch,
-                                   args=(services, stop, threads_done),
-                                   name='load-watch', daemon=True)
+        bench = workload.Workload(hosts, settings.seed)
+        common = {'topology': topology.name,
+                  'processes': topology.processes,
+                  'workers': topology.workers, 'seed_s': round(seed_s, 2),
+                  'start_s': round(start_s, 2)}
         label = '%s %s %s hosts' % (LOAD, topology.name,
                                     '{:,}'.format(len(hosts)))
-        with heartbeats(), inprocess.progress_bar(
-                None, label, settings.progress) as bar:
-            watcher.start()
-            try:
-                result = drive(decide, feed, settings.callers, deadline,
-                               stop, bar)
-            finally:
-                threads_done.set()
-                watcher.join()
-        rss = sum(service.rss_mb() or 0 for service in services) or None
-        peak = sum(service.rss_mb('VmHWM') or 0
-                   for service in services) or None
-        died = not all(service.alive for service in services)
-        for service in services:
-            service.stop()
-        lost = [service.count(LOST_RACE_MARKER) for service in services]
-        found = verify(ctx, result.placed)
-        row = report.make_row(
-            LOAD, len(hosts), instances, result.timings, rss=rss,
-            peak_rss=peak, topology=topology.name,
-            processes=topology.processes, workers=topology.workers,
-            callers=settings.callers, time_budget_s=budget,
-            placed=result.placed, timeouts=result.timeouts,
-            first_error=result.first_error,
-            last_placement_s=_round(result.last_placement_s),
-            lost_races=sum(lost),
-            lost_races_by_service=lost,
-            service_errors=sum(service.count(ERROR_MARKER)
-                               for service in services),
-            services_died=died, seed_s=round(seed_s, 2),
-            start_s=round(start_s, 2), **found)
-        row['verified'] = bool(
-            not row['overcommitted'] and not row['unbalanced'] and
-            row['claims_match'] and not result.timings.errors and not died)
-        keep = not row['verified']
-        if keep:
-            row['log_dirs'] = [service.workdir for service in services]
-        return row
+        with heartbeats():
+            warmup_started = time.monotonic()
+            inprocess.warm_up(decide, bench, settings, None, label,
+                              started, errors=endtoend.CALL_ERRORS)
+            common['warmup_s'] = round(time.monotonic() - warmup_started,
+                                       2)
+            for callers in settings.callers:
+                for instances in settings.instances:
+                    row = _phase(ctx, decide, services, bench, len(hosts),
+                                 callers, instances, settings, label)
+                    for name, value in common.items():
+                        row.setdefault(name, value)
+                    if not row['verified']:
+                        keep = True
+                        row['log_dirs'] = [service.workdir
+                                           for service in services]
+                    rows.append(row)
+                    if emit is not None:
+                        emit(row)
+                    if row['services_died']:
+                        break
+                else:
+                    continue
+                break
+        return rows
     finally:
         for service in services:
             service.stop()
@@ -609,94 +701,200 @@ def _load(ctx, topology, hosts, seed_s, settings, transport_url, db_url):
         CONF.clear_override('control_exchange')
 
 
+def _phase(ctx, decide, services, bench, hosts_count, callers, instances,
+           settings, label):
+    """One phase of ``callers`` callers on requests of ``instances``
+    instances, from the seeded fleet: its row (without the topology's
+    common figures and the floor)."""
+    release_claims(ctx)
+    lost_before = [service.count(LOST_RACE_MARKER) for service in services]
+    errors_before = sum(service.count(ERROR_MARKER) for service in services)
+    feed = RequestFeed(bench, instances, settings.requests_for(instances),
+                       uuid_tag='c%d' % callers)
+    budget = settings.time_budget_s
+    deadline = time.monotonic() + (budget if budget else float('inf'))
+    stop, threads_done = threading.Event(), threading.Event()
+    watcher = threading.Thread(target=_watch,
+                               args=(services, stop, threads_done),
+                               name='load-watch', daemon=True)
+    with inprocess.progress_bar(
+            None, '%s, %d callers x%d' % (label, callers, instances),
+            settings.progress) as bar:
+        watcher.start()
+        try:
+            result = drive(decide, feed, callers, deadline, stop, bar)
+        finally:
+            threads_done.set()
+            watcher.join()
+    settle_s = settle(services, settings.call_timeout)
+    rss = sum(service.rss_mb() or 0 for service in services) or None
+    peak = sum(service.rss_mb('VmHWM') or 0 for service in services) or None
+    died = not all(service.alive for service in services)
+    lost = [service.count(LOST_RACE_MARKER) - before
+            for service, before in zip(services, lost_before, strict=True)]
+    found = verify(ctx, result.placed)
+    row = report.make_row(
+        LOAD, hosts_count, instances, result.timings, rss=rss,
+        peak_rss=peak, placed=result.placed, callers=callers,
+        time_budget_s=budget, refused=result.refused,
+        timeouts=result.timeouts, first_error=result.first_error,
+        last_placement_s=_round(result.last_placement_s),
+        lost_races=sum(lost), lost_races_by_service=lost,
+        service_errors=sum(service.count(ERROR_MARKER)
+                           for service in services) - errors_before,
+        services_died=died, settle_s=round(settle_s, 2), **found)
+    row['verified'] = bool(
+        not row['overcommitted'] and not row['unbalanced'] and
+        row['claims_match'] and not result.timings.errors and not died)
+    return row
+
+
+def settle(services, timeout_s, poll_s=SETTLE_POLL_S,
+           idle_share=IDLE_CPU_SHARE):
+    """Wait until the services are idle: their CPU time (processes and
+    children) grew by less than ``idle_share`` of a core over ``poll_s``,
+    or ``timeout_s`` passed.  Returns the seconds waited."""
+    started = time.monotonic()
+    before = _cpu_s(services)
+    while before is not None:
+        time.sleep(poll_s)
+        now = _cpu_s(services)
+        if now is None or now - before < idle_share * poll_s:
+            break
+        if time.monotonic() - started >= timeout_s:
+            break
+        before = now
+    return time.monotonic() - started
+
+
+def _cpu_s(services):
+    """The CPU seconds of the live services, or None when none can be
+    read."""
+    found = [report.cpu_s(service.process.pid) for service in services
+             if service.alive]
+    found = [value for value in found if value is not None]
+    return sum(found) if found else None
+
+
 def _round(value, digits=2):
     return None if value is None else round(value, digits)
 
 
 # ------------------------------------------------------------------ table --
 
-def _gib(mib):
-    return mib / 1024.0
+TABLE_WIDTH = 120
+
+
+def _ms(value):
+    """A latency in ms: 2 decimals below 10, 1 below 1,000, else none."""
+    if value is None:
+        return '-'
+    if value < 10:
+        return '%.2f' % value
+    if value < 1000:
+        return '%.1f' % value
+    return '{:,.0f}'.format(value)
+
+
+def _rate(value):
+    """A rate per second: 2 decimals below 1, 1 below 100, else none."""
+    if value is None:
+        return '-'
+    if value < 1:
+        return '%.2f' % value
+    if value < 100:
+        return '%.1f' % value
+    return '{:,.0f}'.format(value)
+
+
+def _share_of(row, name):
+    """Reported usage plus claims of resource ``name`` as a percentage of
+    the fleet's capacity."""
+    prefix = 'fleet_%s_' % name
+    capacity = row.get(prefix + 'capacity')
+    if not capacity:
+        return '-'
+    return '%.0f%%' % (100.0 * (row[prefix + 'used'] +
+                                row[prefix + 'claimed']) / capacity)
+
+
+def _table(title, caption, columns):
+    from rich import box
+    from rich.table import Table
+
+    table = Table(title=title, caption=caption, box=box.SIMPLE_HEAD,
+                  pad_edge=False, collapse_padding=True)
+    for name in columns:
+        table.add_column(name, justify='left' if name in ('mode', 'topology')
+                         else 'right', no_wrap=True)
+    return table
 
 
 def print_table(rows, console=None):
-    """Print the load rows as two rich tables: the load at the callers,
-    then the claims the database holds afterwards."""
+    """Print the load rows as two rich tables of at most ``TABLE_WIDTH``
+    columns, a line per phase: the load at the callers beside the floor,
+    then the calls and what the database holds after the phase."""
     from rich.console import Console
-    from rich.table import Table
 
-    fmt = report._fmt
     if console is None:
-        console = Console(width=None if sys.stdout.isatty() else 150)
-    table = Table(title='scheduler-bench load: concurrent select_destinations'
-                        ' on a filling fleet',
-                  caption='latency in ms at the caller; calls answered '
-                          '(Selection or NoValidHost); last placed: s '
-                          'into the load when the last instance was '
-                          'placed; dec/s = answered '
-                          'calls per second; lost races = claims lost to '
-                          'another scheduler and retried on the next host; '
-                          'no-op: a call that does nothing, on the same '
-                          'broker with as many callers, measured in the '
-                          'same run (the floor); % of no-op = dec/s over '
-                          'no-op/s')
-    for name in ('topology', 'hosts', 'callers', 'calls', 'placed',
-                 'last placed', 'NoValidHost', 'errors', 'dec/s', 'p50',
-                 'p95', 'p99', 'lost races', 'no-op/s', 'no-op p50',
-                 '% of no-op'):
-        table.add_column(name, justify='left' if name == 'topology'
-                         else 'right')
+        console = Console(width=None if sys.stdout.isatty() else TABLE_WIDTH)
+    table = _table(
+        'scheduler-bench load: select_destinations under concurrent callers',
+        'topology: workers = 1 service x 2 workers, services = 2 services '
+        'x 1 worker; inst = instances per request; dec/s = calls answered '
+        '(Selection or NoValidHost) per second, inst/s = instances placed '
+        'per second; latency in ms at the caller; no-op = a call that does '
+        'nothing on the same broker, as many callers, same run (the '
+        'floor); % no-op = dec/s over no-op/s; lost = races lost to '
+        'another scheduler; refused = calls the service refused past its '
+        'decision_timeout',
+        ('mode', 'hosts', 'topology', 'callers', 'inst', 'dec/s', 'inst/s',
+         'p50', 'p99', 'no-op/s', 'no-op\np50', '%\nno-op', 'lost\nraces',
+         'refused', 'verified'))
     for row in rows:
-        calls = str(row['requests'])
+        table.add_row(
+            row['mode'], '{:,}'.format(row['hosts']), row['topology'],
+            str(row['callers']), '{:,}'.format(row['instances']),
+            _rate(row['decisions_per_s']), _rate(row['instances_per_s']),
+            _ms(row['p50_ms']), _ms(row['p99_ms']),
+            _rate(row.get('noop_calls_per_s')), _ms(row.get('noop_p50_ms')),
+            report._fmt(row.get('share_of_noop')), str(row['lost_races']),
+            str(row.get('refused', 0)),
+            '[green]yes[/]' if row['verified'] else '[red]no[/]')
+    console.print(table)
+    table = _table(
+        'per phase: the calls, and the claims in the database after them',
+        'calls answered (* stopped by --time-budget); last placed: s into '
+        'the phase when the last instance was placed; RAM: the fleet\'s '
+        'reported usage + claims over its capacity (total x allocation '
+        'ratio); nodes overcommitted, nodes with unbalanced claims',
+        ('hosts', 'topology', 'callers', 'inst', 'calls', 'placed',
+         'NoValid\nHost', 'errors', 'p95', 'last\nplaced', 'claims', 'RAM',
+         'over-\ncommit', 'unbal-\nanced'))
+    for row in rows:
+        calls = '{:,}'.format(row['requests'])
         if row.get('truncated'):
             calls += '*'
         table.add_row(
-            _topology(row), '{:,}'.format(row['hosts']), str(row['callers']),
-            calls, str(row['placed']),
-            fmt(row['last_placement_s']),
-            str(row['no_valid_host']),
-            '%d (%d timeouts)' % (row['errors'], row['timeouts'])
+            '{:,}'.format(row['hosts']), row['topology'],
+            str(row['callers']), '{:,}'.format(row['instances']), calls,
+            '{:,}'.format(row['placed']),
+            '{:,}'.format(row['no_valid_host']),
+            '%d (%d t/o)' % (row['errors'], row['timeouts'])
             if row['errors'] else '0',
-            fmt(row['decisions_per_s']), fmt(row['p50_ms'], 2),
-            fmt(row['p95_ms'], 2), fmt(row['p99_ms'], 2),
-            str(row['lost_races']), fmt(row.get('noop_calls_per_s')),
-            fmt(row.get('noop_p50_ms'), 2), fmt(row.get('share_of_noop')))
-    console.print(table)
-    if any(row.get('truncated') for row in rows):
-        console.print('* stopped by the time budget (--time-budget)')
-    table = Table(title='claims after the load, from the database',
-                  caption='claims / instances placed; fleet sums: '
-                          'reported usage + claims / capacity (total x '
-                          'allocation ratio); nodes overcommitted and '
-                          'with unbalanced claims')
-    for name in ('topology', 'claims', 'vCPUs', 'RAM GiB', 'disk GiB',
-                 'overcommit', 'unbalanced', 'verified'):
-        table.add_column(name, justify='left' if name == 'topology'
-                         else 'right')
-    for row in rows:
-        table.add_row(
-            _topology(row),
-            '%d / %d' % (row['claims'], row['placed']),
-            _usage(row, 'vcpus'), _usage(row, 'memory_mb', _gib),
-            _usage(row, 'disk_gb'), str(len(row['overcommitted'])),
-            str(len(row['unbalanced'])),
-            '[green]yes[/]' if row['verified'] else '[red]no[/]')
+            _ms(row['p95_ms']), report._fmt(row['last_placement_s']),
+            '{:,}'.format(row['claims']), _share_of(row, 'memory_mb'),
+            str(len(row['overcommitted'])), str(len(row['unbalanced'])))
     console.print(table)
     for row in rows:
-        if row.get('log_dirs'):
-            console.print('%s: service logs kept in %s' % (
-                _topology(row), ', '.join(row['log_dirs'])))
-
-
-def _topology(row):
-    return '%s (%d x %d)' % (row['topology'], row['processes'],
-                             row['workers'])
-
-
-def _usage(row, name, scale=float):
-    prefix = 'fleet_%s_' % name
-    used = scale(row[prefix + 'used'])
-    claimed = scale(row[prefix + 'claimed'])
-    capacity = scale(row[prefix + 'capacity'])
-    share = (used + claimed) / capacity * 100.0 if capacity else 0.0
-    return '%.0f+%.0f / %.0f %3.0f%%' % (used, claimed, capacity, share)
+        if row.get('first_error'):
+            console.print('%s, %d callers x%d: first error: %s' % (
+                row['topology'], row['callers'], row['instances'],
+                row['first_error'][:200]))
+    dirs = []
+    for row in rows:
+        for path in row.get('log_dirs') or ():
+            if path not in dirs:
+                dirs.append(path)
+    if dirs:
+        console.print('service logs kept in %s' % ', '.join(dirs))

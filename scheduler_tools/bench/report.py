@@ -1,13 +1,15 @@
 """Figures of the benchmark: targets, rows, the table and the JSON lines.
 
-A row is one (mode, hosts, instances) measurement, a dict with at least
-``mode``, ``hosts``, ``instances``, ``p50_ms``, ``p95_ms``, ``p99_ms``
-(decision latency in milliseconds), ``decisions_per_s``, ``rss_mb``
-(resident memory in MiB: this process in-process, the service
-end-to-end), ``target_p50_ms``, ``target_p99_ms`` and ``meets_target``
-(None when ``TARGETS`` sets none for that row).  ``JsonLines``
-writes one row per line as soon as it is measured, so runs can be
-compared with ``jq`` or a few lines of Python.
+A row is one (mode, hosts, instances) measurement (and callers value in
+the end-to-end and load modes, topology in the load mode), a dict with
+at least ``mode``, ``hosts``, ``instances``, ``p50_ms``, ``p95_ms``,
+``p99_ms`` (decision latency in milliseconds), ``decisions_per_s``,
+``placed`` and ``instances_per_s`` (instances placed, and per second),
+``rss_mb`` (resident memory in MiB: this process in-process, the
+service end-to-end), ``target_p50_ms``, ``target_p99_ms`` and
+``meets_target`` (None when ``TARGETS`` sets none for that row).
+``JsonLines`` writes one row per line as soon as it is measured, so runs
+can be compared with ``jq`` or a few lines of Python.
 
 The targets (``TARGETS``: p50/p99 in ms, decisions per second of one
 service with sequential callers, service memory in MiB) are set for
@@ -108,6 +110,31 @@ def rss_mb(pid='self', field='VmRSS'):
     return None if total_kb is None else round(total_kb / 1024.0, 1)
 
 
+def _cpu_ticks(pid):
+    try:
+        with open('/proc/%s/stat' % pid) as stream:
+            fields = stream.read().rsplit(')', 1)[1].split()
+        # utime and stime, the 14th and 15th fields of the line.
+        return int(fields[11]) + int(fields[12])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def cpu_s(pid):
+    """CPU time in s (user plus system) of process ``pid`` and its live
+    descendants (``/proc/<pid>/stat``), or None when it cannot be
+    read."""
+    pids = [pid]
+    total = None
+    while pids:
+        current = pids.pop()
+        ticks = _cpu_ticks(current)
+        if ticks is not None:
+            total = (total or 0) + ticks
+        pids.extend(_children(current))
+    return None if total is None else total / os.sysconf('SC_CLK_TCK')
+
+
 # ------------------------------------------------------------------ rows --
 
 def percentiles_ms(latencies_ms):
@@ -128,14 +155,24 @@ def _round(value, digits=3):
 
 
 def make_row(mode, hosts, instances, timings, rss, peak_rss=None,
-             **extra):
+             placed=None, **extra):
     """The row of one measurement (``timings`` an ``inprocess.Timings``;
-    ``rss``/``peak_rss`` in MiB), with its target and verdict."""
+    ``rss``/``peak_rss`` in MiB), with its target and verdict.
+
+    ``placed`` is the instances placed (default: ``instances`` per
+    decision that was not NoValidHost); ``instances_per_s`` is that over
+    the phase's ``busy_s``, as ``decisions_per_s`` is the decisions."""
+    answered = len(timings.latencies_ms)
+    if placed is None:
+        placed = (answered - timings.no_valid_host) * instances
     row = {'mode': mode, 'hosts': hosts, 'instances': instances,
-           'requests': len(timings.latencies_ms)}
+           'requests': answered}
     row.update(percentiles_ms(timings.latencies_ms))
     row.update(
         decisions_per_s=_round(timings.decisions_per_s(), 2),
+        placed=placed,
+        instances_per_s=(_round(placed / timings.busy_s, 2)
+                         if timings.busy_s > 0 and answered else None),
         rss_mb=rss, peak_rss_mb=peak_rss,
         no_valid_host=timings.no_valid_host, errors=timings.errors,
         truncated=timings.truncated, measure_s=_round(timings.busy_s, 2))
@@ -229,7 +266,8 @@ def print_table(rows, console=None):
                   caption='measured / target; latency in ms, memory in '
                           'MiB, dec/s = decisions per second')
     for name, justify in (('mode', 'left'), ('hosts', 'right'),
-                          ('inst', 'right'), ('req', 'right'),
+                          ('inst', 'right'), ('callers', 'right'),
+                          ('req', 'right'),
                           ('p50', 'right'), ('p95', 'right'),
                           ('p99', 'right'), ('dec/s', 'right'),
                           ('RSS', 'right'), ('NoValidHost', 'right'),
@@ -241,7 +279,8 @@ def print_table(rows, console=None):
             requests += '*'
         table.add_row(
             row['mode'], '{:,}'.format(row['hosts']), str(row['instances']),
-            requests, _pair(row['p50_ms'], row['target_p50_ms'], 2),
+            _fmt(row.get('callers')), requests,
+            _pair(row['p50_ms'], row['target_p50_ms'], 2),
             _fmt(row['p95_ms'], 2),
             _pair(row['p99_ms'], row['target_p99_ms'], 2),
             _pair(row['decisions_per_s'], row['target_decisions_per_s']),

@@ -15,7 +15,8 @@ with the usual ``--config-file``; see ``scheduler-bench --help``):
 ``--warmup N``              requests before measuring
 ``--mode inprocess|endtoend|load|placement|all``  (``all``:
                             inprocess and endtoend)
-``--output FILE.json``      one JSON object per (mode, hosts, instances)
+``--output FILE.json``      one JSON object per (mode, hosts, instances,
+                            callers; topology in the load mode)
 ``--smoke``                 50 hosts, 30 requests, in-process plus
                             end-to-end when servers are given
 ``--transport-url URL``     the broker of the end-to-end and load modes
@@ -26,15 +27,22 @@ with the usual ``--config-file``; see ``scheduler-bench --help``):
                             holding no resource provider)
 ``--placement-database URL``  its database, only read
 ``--time-budget SECONDS``   cap of each phase (0: none)
+``--callers 1,8``           concurrent callers (end-to-end and load: a
+                            measurement per value; default 1)
 ``--profile-dir DIR``       cProfile one in-process decision per size
-``--callers N``, ``--update-rounds N``, ``--seed N``, ``--noprogress``
+``--update-rounds N``, ``--seed N``, ``--noprogress``
 
 ``--mode load`` runs the load test (``scheduler_tools.bench.load``) with its
 own defaults for the options not given (``load.DEFAULTS``: 30 hosts, 8
-callers, 60 s per topology, 30 s call time-out...), shortened by
-``--smoke`` (``load.SMOKE``)::
+callers, single-instance requests, 60 s per phase, 120 s call
+time-out...), shortened by ``--smoke`` (``load.SMOKE``); a phase per
+(``--callers``, ``--instances``) value for each fleet size and
+topology, the services of a topology staying up between phases::
 
     scheduler-bench --mode load --output load.json
+    scheduler-bench --mode load --hosts 1000,10000 --callers 1,8,32,128 \\
+        --instances 1,10,100,1000 --time-budget 15 --transport-url ... \\
+        --database-connection ...
 
 ``--mode placement`` compares Placement's ``GET /allocation_candidates``
 with ours (``scheduler_tools.bench.placement``) at 1,000, 10,000 and
@@ -80,11 +88,14 @@ BENCH_OPTS = [
     cfg.ListOpt('instances', dest='bench_instances',
                 item_type=types.Integer(min=1, max=1000), default=[1, 10],
                 metavar='N,N',
-                help='Instances per request, comma-separated.'),
+                help='Instances per request, comma-separated (load: a '
+                     'phase per value and callers value).'),
     cfg.IntOpt('requests', dest='bench_requests', default=200, min=1,
                metavar='N',
                help='Measured single-instance requests per fleet size '
-                    '(multi-instance: N / instances, at least 1).'),
+                    '(multi-instance: N / instances, at least 1); load: '
+                    'the cap of calls per phase, the same way (default '
+                    '100000).'),
     cfg.IntOpt('warmup', dest='bench_warmup', default=20, min=0,
                metavar='N', help='Requests before measuring.'),
     cfg.StrOpt('mode', dest='bench_mode', default='all', metavar='MODE',
@@ -93,13 +104,15 @@ BENCH_OPTS = [
                help='In-process (driver on a warm HostManager), '
                     'end-to-end (scheduler-service over RabbitMQ and '
                     'PostgreSQL), both (all), load (concurrent '
-                    'callers against 2 workers, then 2 services, with '
-                    'a check of the claims in the database), or '
+                    'callers against 2 workers, then 2 services, a phase '
+                    'per callers and instances value, each with a check '
+                    'of the claims in the database), or '
                     'placement (Placement\'s allocation candidates '
                     'against ours on the same providers).'),
     cfg.StrOpt('output', dest='bench_output', metavar='FILE.json',
-               help='Write one JSON object per (mode, hosts, instances) '
-                    'to this file, one per line.'),
+               help='Write one JSON object per (mode, hosts, instances, '
+                    'callers; load: and topology) to this file, one per '
+                    'line.'),
     cfg.BoolOpt('smoke', dest='bench_smoke', default=False,
                 help='Quick check: 50 hosts, a few requests; end-to-end '
                      'only when servers are given.'),
@@ -126,16 +139,22 @@ BENCH_OPTS = [
                min=0, metavar='N',
                help='Rounds of the node update cost measurement (0: '
                     'skip it).'),
-    cfg.IntOpt('callers', dest='bench_callers', default=1, min=1,
-               metavar='N',
-               help='End-to-end: concurrent sequential callers.'),
+    cfg.ListOpt('callers', dest='bench_callers',
+                item_type=types.Integer(min=1), default=[1], metavar='N,N',
+                help='Concurrent callers, comma-separated: end-to-end and '
+                     'load measure each value in turn (a row per callers '
+                     'value and instances value), with the same '
+                     'services; load mode default: 8.'),
     cfg.FloatOpt('time-budget', dest='bench_time_budget', default=300.0,
                  min=0.0, metavar='SECONDS',
                  help='Stop each phase after this many seconds (once a '
-                      'few requests are measured); 0: no limit.'),
+                      'few requests are measured; load: calls in flight '
+                      'are waited for, default 60 s per phase); 0: no '
+                      'limit.'),
     cfg.IntOpt('call-timeout', dest='bench_call_timeout', default=300,
                min=1, metavar='SECONDS',
-               help='End-to-end: seconds to wait for each answer.'),
+               help='End-to-end and load: seconds to wait for each answer '
+                    '(load mode default: 120).'),
     cfg.FloatOpt('server-timeout', dest='bench_server_timeout',
                  default=120.0, min=1.0, metavar='SECONDS',
                  help='Seconds to wait for the scheduler services to '
@@ -181,7 +200,7 @@ def settings_from(conf=CONF):
         transport_url=conf.bench_transport_url,
         database_connection=conf.bench_database_connection,
         update_rounds=conf.bench_update_rounds,
-        callers=conf.bench_callers,
+        callers=list(conf.bench_callers),
         time_budget_s=conf.bench_time_budget or None,
         call_timeout=conf.bench_call_timeout,
         server_timeout=conf.bench_server_timeout,
@@ -196,8 +215,9 @@ def settings_from(conf=CONF):
         for name, value in (own.SMOKE if own else SMOKE).items():
             setattr(settings, name, value)
     settings.endtoend_optional = conf.bench_mode == 'all'
-    if not settings.hosts or not settings.instances:
-        raise bench.BenchError('--hosts and --instances need a value')
+    if not settings.hosts or not settings.instances or not settings.callers:
+        raise bench.BenchError('--hosts, --instances and --callers need a '
+                               'value')
     return settings
 
 

@@ -1,39 +1,37 @@
 """``scheduler-bench --mode load --smoke``: two schedulers, one database.
 
-The short load test (``scheduler_tools.bench.load.SMOKE``: 20 hosts, 15 s per
-topology, 8 callers) runs in CI against the session's RabbitMQ and a
-fresh PostgreSQL database passed by URL, as its own process, first with
-one ``scheduler-service`` of 2 workers, then with 2 services.  Whatever
-the interleaving, the claims in the database must fit every node, match
-the claim rows and the instances placed, and every call must be
-answered (a Selection or NoValidHost).  The fleet fills up, so there
-are NoValidHosts and the schedulers lose races for the last room on a
-node; the lost races are printed (``pytest -s``) and must have happened
-in each topology: over 7 runs on 2 shared cores, 3 to 10 per topology
-in 15 s.
+The short load test (``scheduler_tools.bench.load.SMOKE``: 20 hosts, 2
+then 8 callers, requests of 1 then 10 instances, 5 s per phase) runs in
+CI against the session's RabbitMQ and a fresh PostgreSQL database
+passed by URL, as its own process, first with one ``scheduler-service``
+of 2 workers, then with 2 services: each topology's services are
+started once and serve its 4 phases, each from the seeded fleet again.
+Whatever the interleaving, after each phase the claims in the database
+must fit every node, match the claim rows and the instances placed in
+the phase, and every call must be answered (a Selection or
+NoValidHost).  The fleet fills up in each phase, so there are
+NoValidHosts and the schedulers lose races for the last room on a node;
+the lost races are printed (``pytest -s``) and must have happened in
+each topology: over 3 runs on 2 shared cores, 7 to 11 per phase.  Each
+callers value has its own floor (the no-op call), the same in both
+topologies.
 
-The option handling and the callers' accounting are checked without
-servers.
+The option handling, the rows and the tables are checked without servers
+in ``tests/unit/test_bench_load.py``.
 """
 
 import subprocess
 import sys
-import threading
-import time
 
-import oslo_messaging as messaging
 import pytest
 import sqlalchemy as sa
-from oslo_config import cfg
 
-from scheduler import exception
-from scheduler_tools.bench import load
 from scheduler_tools.bench import report
-from scheduler_tools.bench import workload
-from scheduler_tools.cmd import bench as bench_cmd
 
 LOAD_TIMEOUT = 180
 TOPOLOGIES = [('workers', 1, 2), ('services', 2, 1)]
+# (callers, instances) of the phases, in order (load.SMOKE).
+PHASES = [(2, 1), (2, 10), (8, 1), (8, 10)]
 
 
 def _bench(workdir, *args):
@@ -67,22 +65,26 @@ def test_load_smoke_on_given_servers(tmp_path, rabbit_url, postgresql_url,
         'scheduler-bench --mode load failed (%d):\n%s\n%s' % (
             result.returncode, result.stdout, result.stderr[-5000:]))
     print(result.stdout)
-    assert 'claims after the load' in result.stdout
-    assert '% of no-op' in result.stdout
+    assert 'the claims in the database after them' in result.stdout
+    assert 'no-op/s' in result.stdout
     rows = report.read_json_lines(output)
-    assert [(row['topology'], row['processes'], row['workers'])
-            for row in rows] == TOPOLOGIES
+    assert [(row['topology'], row['processes'], row['workers'],
+             row['callers'], row['instances']) for row in rows] == [
+        topology + phase for topology in TOPOLOGIES for phase in PHASES]
+    floors = {}
     for row in rows:
-        name = row['topology']
+        name = '%s %d callers x%d' % (row['topology'], row['callers'],
+                                      row['instances'])
         print('%s: %d calls, %d placed (the last after %.1f s), %d '
-              'NoValidHost, %d lost races (%s), %.1f decisions/s' % (
+              'NoValidHost, %d lost races (%s), %.1f decisions/s, %.1f '
+              'instances/s' % (
                   name, row['requests'], row['placed'],
                   row['last_placement_s'], row['no_valid_host'],
                   row['lost_races'], row['lost_races_by_service'],
-                  row['decisions_per_s']))
-        assert (row['mode'], row['hosts'], row['instances'],
-                row['callers']) == ('load', 20, 1, 8)
-        # No overcommit, exact bookkeeping, one claim per placement.
+                  row['decisions_per_s'], row['instances_per_s']))
+        assert (row['mode'], row['hosts']) == ('load', 20)
+        # No overcommit, exact bookkeeping, one claim per placement of
+        # the phase: the previous phases' claims were released.
         assert row['overcommitted'] == [], name
         assert row['unbalanced'] == [], name
         assert row['claims'] == row['placed'], name
@@ -94,15 +96,21 @@ def test_load_smoke_on_given_servers(tmp_path, rabbit_url, postgresql_url,
         # Every call answered: a Selection or NoValidHost.
         assert row['errors'] == 0 and row['timeouts'] == 0, (
             name, row['first_error'])
-        assert row['requests'] == row['placed'] + row['no_valid_host']
+        assert row['refused'] == 0, name
+        assert (row['requests'] * row['instances'] ==
+                row['placed'] + row['no_valid_host'] * row['instances'])
         assert not row['services_died'] and row['service_errors'] == 0
-        # The fleet filled up.
-        assert row['placed'] > 0 and row['no_valid_host'] > 0, name
-        assert row['fleet_memory_mb_claimed'] > 0
+        assert row['placed'] > 0 and row['fleet_memory_mb_claimed'] > 0
         assert row['decisions_per_s'] > 0
-        # The floor, measured in the same run on the same broker.
+        # Instances placed per second of the phase.
+        assert row['instances_per_s'] == pytest.approx(
+            row['placed'] / row['measure_s'], rel=0.01)
+        # The floor of the row's callers value, measured in the same run
+        # on the same broker: the same for both topologies.
         assert row['noop_calls_per_s'] > 0 and row['noop_errors'] == 0
         assert 0 < row['noop_p50_ms'] <= row['noop_p99_ms']
+        noop = (row['noop_calls_per_s'], row['noop_p50_ms'])
+        assert floors.setdefault(row['callers'], noop) == noop
         assert row['share_of_noop'] == round(
             100.0 * row['decisions_per_s'] / row['noop_calls_per_s'], 1)
         assert 0 < row['p50_ms'] <= row['p95_ms'] <= row['p99_ms']
@@ -110,88 +118,16 @@ def test_load_smoke_on_given_servers(tmp_path, rabbit_url, postgresql_url,
         # Lost races were counted, per process of the topology.
         assert len(row['lost_races_by_service']) == row['processes']
         assert row['lost_races'] == sum(row['lost_races_by_service'])
-        assert row['lost_races'] > 0, name
+    for topology, _, _ in TOPOLOGIES:
+        mine = [row for row in rows if row['topology'] == topology]
+        # The fleet filled up: requests of 10 instances fill 20 hosts in
+        # about a second.
+        assert all(row['no_valid_host'] > 0 for row in mine
+                   if row['instances'] == 10), topology
+        assert sum(row['lost_races'] for row in mine) > 0, topology
+    assert len(floors) == 2
     # The given database is left as it was found.
     counts = _table_counts(db_url, ('compute_nodes', 'services',
                                     'aggregates', 'aggregate_hosts',
                                     'scheduler_claims'))
     assert set(counts.values()) == {0}, counts
-
-
-# ------------------------------------------------------- without servers --
-
-def _settings(*args):
-    conf = cfg.ConfigOpts()
-    bench_cmd.register_opts(conf)
-    conf(list(args), project='scheduler-bench-test')
-    return bench_cmd.settings_from(conf)
-
-
-def test_load_defaults_apply_to_options_not_given():
-    settings = _settings('--mode', 'load', '--callers', '4')
-    assert settings.modes == ('load',)
-    assert settings.callers == 4
-    assert settings.hosts == [30]
-    assert settings.instances == [1]
-    assert settings.time_budget_s == 60.0
-    assert settings.call_timeout == 30
-    smoke = _settings('--mode', 'load', '--smoke', '--hosts', '40')
-    assert (smoke.hosts, smoke.time_budget_s, smoke.callers) == (
-        [20], 15.0, 8)
-    # The other modes keep their own defaults.
-    other = _settings('--mode', 'endtoend')
-    assert (other.hosts, other.callers) == ([1000, 10000], 1)
-
-
-def test_load_hosts_have_a_quarter_of_the_ram():
-    hosts = load.load_hosts(10, seed=3)
-    full = workload.generate_hosts(10, seed=3)
-    for small, big in zip(hosts, full, strict=True):
-        assert small.spec.memory_mb == big.spec.memory_mb // 4
-        assert small.memory_mb_used == big.memory_mb_used // 4
-        assert small.spec.vcpus == big.spec.vcpus
-        assert small.spec.local_gb == big.spec.local_gb
-
-
-class _Feed:
-    def __init__(self, items):
-        self.items = list(items)
-        self.lock = threading.Lock()
-
-    def next(self):
-        with self.lock:
-            return self.items.pop(0) if self.items else None
-
-
-def test_drive_counts_every_outcome():
-    outcomes = (['place'] * 6 + ['nvh'] * 3 + ['timeout'] * 2 +
-                ['boom'])
-
-    def decide(outcome):
-        if outcome == 'nvh':
-            raise exception.NoValidHost(reason='full')
-        if outcome == 'timeout':
-            raise messaging.MessagingTimeout('no answer')
-        if outcome == 'boom':
-            raise RuntimeError('boom')
-        return 2
-
-    result = load.drive(decide, _Feed(outcomes), 3,
-                        time.monotonic() + 60, threading.Event())
-    timings = result.timings
-    assert result.placed == 12
-    assert timings.no_valid_host == 3
-    assert len(timings.latencies_ms) == 9
-    assert timings.errors == 3 and result.timeouts == 2
-    assert result.first_error is not None
-    assert 0 < result.last_placement_s <= timings.busy_s
-    assert not timings.truncated
-
-
-def test_drive_stops_at_the_deadline():
-    stop = threading.Event()
-    result = load.drive(lambda request: 1, _Feed(range(10)), 2,
-                        time.monotonic() - 1, stop)
-    assert (result.placed, result.timings.latencies_ms,
-            result.timings.truncated, result.last_placement_s) == (
-        0, [], True, None)
