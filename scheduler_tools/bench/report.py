@@ -76,9 +76,9 @@ def _status_kb(pid, field):
     return None
 
 
-def _children(pid):
+def children(pid):
     found = []
-    for task in _listdir('/proc/%s/task' % pid):
+    for task in listdir('/proc/%s/task' % pid):
         try:
             with open('/proc/%s/task/%s/children' % (pid, task)) as stream:
                 found.extend(int(child) for child in stream.read().split())
@@ -87,7 +87,7 @@ def _children(pid):
     return found
 
 
-def _listdir(path):
+def listdir(path):
     try:
         return os.listdir(path)
     except OSError:
@@ -106,7 +106,7 @@ def rss_mb(pid='self', field='VmRSS'):
         if kb is not None:
             total_kb = (total_kb or 0) + kb
         if current != 'self':
-            pids.extend(_children(current))
+            pids.extend(children(current))
     return None if total_kb is None else round(total_kb / 1024.0, 1)
 
 
@@ -131,7 +131,7 @@ def cpu_s(pid):
         ticks = _cpu_ticks(current)
         if ticks is not None:
             total = (total or 0) + ticks
-        pids.extend(_children(current))
+        pids.extend(children(current))
     return None if total is None else total / os.sysconf('SC_CLK_TCK')
 
 

@@ -291,22 +291,8 @@ def process_tree(pid):
         if not os.path.isdir('/proc/%d' % current):
             continue
         found.append(current)
-        for task in _listdir('/proc/%d/task' % current):
-            try:
-                with open('/proc/%d/task/%s/children' % (current, task)) \
-                        as stream:
-                    todo.extend(int(child) for child in
-                                stream.read().split())
-            except (OSError, ValueError):
-                continue
+        todo.extend(report.children(current))
     return found
-
-
-def _listdir(path):
-    try:
-        return os.listdir(path)
-    except OSError:
-        return []
 
 
 def _rss_mb(pid):
@@ -337,7 +323,7 @@ def process_figures(pids, ports=None):
         figures['processes'] += 1
         figures['rss_mb'] += rss
         fd_dir = '/proc/%d/fd' % pid
-        for fd in _listdir(fd_dir):
+        for fd in report.listdir(fd_dir):
             try:
                 target = os.readlink(os.path.join(fd_dir, fd))
             except OSError:
