@@ -63,6 +63,20 @@ PING_TIMEOUT_S = 2
 CALL_ERRORS = (messaging.MessagingException,)
 
 
+def start_all(services, transport, ctx, timeout_s):
+    """Start every ServiceProcess of ``services``, then wait until each
+    answers (``ServiceProcess.wait_ready``); returns the seconds taken.
+
+    :raises BenchError: one exited or did not answer in ``timeout_s``.
+    """
+    started = time.monotonic()
+    for service in services:
+        service.start()
+    for service in services:
+        service.wait_ready(transport, ctx, timeout_s)
+    return time.monotonic() - started
+
+
 class ServiceProcess:
     """A ``scheduler-service`` process on its own configuration file
     (in a session of its own when ``new_session`` is set)."""

@@ -647,11 +647,8 @@ def _load(ctx, topology, hosts, seed_s, settings, transport_url, db_url,
                 'load-%s-%s-%d' % (topology.name, tag, index), exchange,
                 topology.workers))
         started = time.monotonic()
-        for service in services:
-            service.start()
-        for service in services:
-            service.wait_ready(transport, ctx, settings.server_timeout)
-        start_s = time.monotonic() - started
+        start_s = endtoend.start_all(services, transport, ctx,
+                                     settings.server_timeout)
         api = rpcapi.SchedulerAPI(transport, timeout=settings.call_timeout)
 
         def decide(request):

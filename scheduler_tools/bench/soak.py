@@ -1308,12 +1308,8 @@ def _soak(ctx, hosts, seed_s, settings, db_url):
                 workdir, settings.transport_url, db_url,
                 'soak-%s-%d' % (tag, index), exchange, settings.workers,
                 free_port() if settings.metrics else None))
-        begun = time.monotonic()
-        for service in services:
-            service.start()
-        for service in services:
-            service.wait_ready(transport, ctx, settings.server_timeout)
-        start_s = time.monotonic() - begun
+        start_s = endtoend.start_all(services, transport, ctx,
+                                     settings.server_timeout)
         api = rpcapi.SchedulerAPI(transport, timeout=settings.call_timeout)
         summary, casts = _load(ctx, api, hosts, services, settings,
                                count_db, db_url)
