@@ -149,6 +149,63 @@ class PlacementAPI:
         rest.write_provider(self.client, provider)
         rest.write_usages(self.client, provider)
 
+    def add_tree_provider(self, provider) -> str | None:
+        """Write a ``scheduler.placement.candidates.Provider`` that may
+        be a child (``parent_uuid`` set: created under its parent, as
+        nova-compute creates a NUMA, PCI or VGPU provider and Neutron a
+        bandwidth one) or a sharing provider (the trait
+        ``MISC_SHARES_VIA_AGGREGATE`` and an aggregate, as an operator
+        sets up shared storage); then its inventories, traits,
+        aggregates, and its usages as one consumer's allocation.
+        Returns that consumer's uuid (None when nothing is used)."""
+        self.ensure([t for t in provider.traits if t.startswith('CUSTOM_')],
+                    [rc for rc in provider.inventories
+                     if rc.startswith('CUSTOM_')])
+        body = {'uuid': provider.uuid, 'name': provider.name}
+        if provider.parent_uuid:
+            body['parent_provider_uuid'] = provider.parent_uuid
+        generation = self._json('POST', '/resource_providers', (200,),
+                                json=body)['generation']
+        path = '/resource_providers/%s' % provider.uuid
+        for part, value in (
+                ('inventories', {rc: rest.inventory_body(inventory)
+                                 for rc, inventory
+                                 in provider.inventories.items()}),
+                ('traits', sorted(provider.traits)),
+                ('aggregates', sorted(provider.aggregates))):
+            if value:
+                generation = self._json('PUT', '%s/%s' % (path, part), json={
+                    'resource_provider_generation': generation,
+                    part: value})['resource_provider_generation']
+        used = {rc: n for rc, n in provider.usages.items() if n}
+        if not used:
+            return None
+        consumer = str(uuid_lib.uuid4())
+        status = self.claim(consumer, {'allocations': {
+            provider.uuid: {'resources': used}}}, str(uuid_lib.uuid4()),
+            str(uuid_lib.uuid4()))
+        if status != 204:
+            raise PlacementError('the usages of %s were refused'
+                                 % provider.name)
+        return consumer
+
+    def delete(self, providers, consumers=()) -> None:
+        """Delete the allocations of ``consumers``, then ``providers``
+        (``Provider``s, children before their parents)."""
+        for consumer in consumers:
+            self._call('DELETE', '/allocations/%s' % consumer, (204, 404))
+        depth = {provider.uuid: 0 for provider in providers}
+        parents = {provider.uuid: provider.parent_uuid
+                   for provider in providers}
+        for rp_uuid in depth:
+            up = parents.get(rp_uuid)
+            while up:
+                depth[rp_uuid] += 1
+                up = parents.get(up)
+        for rp_uuid in sorted(depth, key=depth.get, reverse=True):
+            self._call('DELETE', '/resource_providers/%s' % rp_uuid,
+                       (204, 404))
+
     def ensure(self, traits=(), resource_classes=()) -> None:
         """Create custom traits and resource classes (a request naming
         an unknown one is a 400)."""

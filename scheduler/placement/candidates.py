@@ -1,5 +1,6 @@
 """Allocation candidates in memory, as Placement's
-``GET /allocation_candidates`` computes them, for root providers.
+``GET /allocation_candidates`` computes them, for root providers: the
+fast path.
 
 ``ProviderTable`` holds resource providers (``Provider``: inventories,
 usages, traits, aggregates) with one NumPy column per resource class and
@@ -19,9 +20,12 @@ to 1.39):
   in none of a forbidden one's (``!in:A,B`` or ``!A``);
 * with ``in_tree``, the provider is that one (a root is its own tree).
 
-Nested providers, sharing providers and granular groups are not
-handled here yet.  ``allocation_candidates`` shapes the answer as
-Placement's JSON body.
+This is Placement's answer whenever no candidate can take anything from
+a child provider or a sharing provider (``scheduler.placement.trees``,
+``root_group``, says when); ``scheduler.placement.trees`` answers every
+other request (provider trees, sharing providers, numbered groups) over
+the root providers' table and the child providers' one.
+``allocation_candidates`` shapes the answer as Placement's JSON body.
 """
 
 from __future__ import annotations
@@ -54,8 +58,10 @@ class Inventory:
 
 @dataclasses.dataclass(frozen=True)
 class Provider:
-    """A root resource provider: ``inventories`` and ``usages`` by
-    resource class, its traits and aggregate uuids."""
+    """A resource provider: ``inventories`` and ``usages`` by resource
+    class, its traits and aggregate uuids; for a child provider (one
+    with a parent), the uuids of its parent and of its tree's root
+    (both None for a root provider)."""
 
     uuid: str
     name: str
@@ -63,11 +69,20 @@ class Provider:
     usages: Mapping[str, int] = dataclasses.field(default_factory=dict)
     traits: frozenset[str] = frozenset()
     aggregates: frozenset[str] = frozenset()
+    parent_uuid: str | None = None
+    root_uuid: str | None = None
+
+    @property
+    def root(self) -> str:
+        """The uuid of the root provider of this provider's tree."""
+        return self.root_uuid or self.uuid
 
 
 @dataclasses.dataclass(frozen=True)
 class RequestGroup:
-    """The unsuffixed request group of ``GET /allocation_candidates``.
+    """One request group of ``GET /allocation_candidates`` (the
+    unsuffixed one or a numbered one; ``scheduler.placement.query``
+    reads them from a query).
 
     ``required`` holds one set per condition, any of whose traits will
     do (a plain required trait is a set of one); ``member_of`` likewise
@@ -80,61 +95,6 @@ class RequestGroup:
     member_of: tuple[frozenset[str], ...] = ()
     forbidden_aggregates: frozenset[str] = frozenset()
     in_tree: str | None = None
-
-    @classmethod
-    def from_query(cls, params: Mapping[str, str | Sequence[str]]
-                   ) -> RequestGroup:
-        """Read Placement's query parameters (``resources``,
-        ``required``, ``member_of``, ``in_tree``; a value or a list of
-        values).
-
-        Raises ValueError for what Placement answers 400 to: no
-        resources, a malformed amount, a required trait (or every trait
-        of an ``in:``) also forbidden.
-        """
-        resources: dict[str, int] = {}
-        for item in _values(params, 'resources'):
-            for part in item.split(','):
-                name, _, amount = part.partition(':')
-                if not name or not amount.isdigit():
-                    raise ValueError('bad resources: %r' % item)
-                resources[name] = int(amount)
-        if not resources or not all(resources.values()):
-            raise ValueError('resources must ask for something')
-        required: list[frozenset[str]] = []
-        forbidden: set[str] = set()
-        for item in _values(params, 'required'):
-            if item.startswith('in:'):
-                required.append(frozenset(item[3:].split(',')))
-                continue
-            for trait in item.split(','):
-                if trait.startswith('!'):
-                    forbidden.add(trait[1:])
-                else:
-                    required.append(frozenset([trait]))
-        if any(group <= forbidden for group in required):
-            raise ValueError('required traits all forbidden')
-        member_of: list[frozenset[str]] = []
-        not_in: set[str] = set()
-        for item in _values(params, 'member_of'):
-            if item.startswith('!'):
-                item = item[1:]
-                not_in.update(item[3:].split(',') if item.startswith('in:')
-                              else [item])
-            else:
-                member_of.append(frozenset(
-                    item[3:].split(',') if item.startswith('in:')
-                    else [item]))
-        trees = _values(params, 'in_tree')
-        return cls(resources, tuple(required), frozenset(forbidden),
-                   tuple(member_of), frozenset(not_in),
-                   trees[-1] if trees else None)
-
-
-def _values(params: Mapping[str, str | Sequence[str]], name: str
-            ) -> list[str]:
-    value = params.get(name, ())
-    return [value] if isinstance(value, str) else list(value)
 
 
 class _Column:
@@ -175,7 +135,8 @@ class _Column:
 
 
 class ProviderTable:
-    """Root providers and their resource columns (see the module).
+    """Providers and their resource columns (see the module): the root
+    providers, or (``scheduler.placement.trees``) the child providers.
 
     ``replace`` puts new versions of known providers in place, and
     ``consume`` adds an amount to a provider's use, both in O(resource
@@ -219,12 +180,27 @@ class ProviderTable:
             usages[rc] = usages.get(rc, 0) + amount
         self.replace([dataclasses.replace(provider, usages=usages)])
 
+    def fits_amount(self, rc: str, amount: int) -> np.ndarray:
+        """Boolean mask over the providers: which have an inventory of
+        ``rc`` that can hold ``amount`` more (units, step, capacity)."""
+        return self._column(rc).fits(amount)
+
+    def with_any_trait(self, names: Iterable[str]) -> np.ndarray:
+        """Boolean mask over the providers: which have one of the traits
+        ``names`` at least."""
+        return self._any(self._traits, 'traits', names)
+
+    def in_any_aggregate(self, names: Iterable[str]) -> np.ndarray:
+        """Boolean mask over the providers: which are in one of the
+        aggregates ``names`` at least."""
+        return self._any(self._aggregates, 'aggregates', names)
+
     def fits_capacity(self, group: RequestGroup) -> np.ndarray:
         """Boolean mask over the providers: which have the inventory and
         room for every resource of ``group``."""
         mask = np.ones(len(self.providers), dtype=bool)
         for rc, amount in group.resources.items():
-            mask &= self._column(rc).fits(amount)
+            mask &= self.fits_amount(rc, amount)
         return mask
 
     def matches(self, group: RequestGroup) -> np.ndarray:
@@ -237,14 +213,13 @@ class ProviderTable:
             if row is not None:
                 mask[row] = True
         for wanted in group.required:
-            mask &= self._any(self._traits, 'traits', wanted)
+            mask &= self.with_any_trait(wanted)
         if group.forbidden:
-            mask &= ~self._any(self._traits, 'traits', group.forbidden)
+            mask &= ~self.with_any_trait(group.forbidden)
         for wanted in group.member_of:
-            mask &= self._any(self._aggregates, 'aggregates', wanted)
+            mask &= self.in_any_aggregate(wanted)
         if group.forbidden_aggregates:
-            mask &= ~self._any(self._aggregates, 'aggregates',
-                               group.forbidden_aggregates)
+            mask &= ~self.in_any_aggregate(group.forbidden_aggregates)
         return mask
 
     def _any(self, cache: dict[str, np.ndarray], field: str,
@@ -284,16 +259,20 @@ def allocation_candidates(table: ProviderTable, group: RequestGroup
         'allocation_requests': [
             {'allocations': {p.uuid: {'resources': dict(group.resources)}},
              'mappings': {'': [p.uuid]}} for p in found],
-        'provider_summaries': {p.uuid: _summary(p) for p in found},
+        'provider_summaries': {p.uuid: provider_summary(p) for p in found},
     }
 
 
-def _summary(provider: Provider) -> dict[str, Any]:
+def provider_summary(provider: Provider) -> dict[str, Any]:
+    """``provider`` as a provider summary of Placement's body (1.29 and
+    later): every resource class of its inventory with its capacity,
+    ``int((total - reserved) * allocation_ratio)``, and its use; its
+    traits (sorted); its parent's and its root's uuid."""
     return {
         'resources': {rc: {'capacity': int(inventory.capacity),
                            'used': provider.usages.get(rc, 0)}
                       for rc, inventory in provider.inventories.items()},
         'traits': sorted(provider.traits),
-        'parent_provider_uuid': None,
-        'root_provider_uuid': provider.uuid,
+        'parent_provider_uuid': provider.parent_uuid,
+        'root_provider_uuid': provider.root,
     }

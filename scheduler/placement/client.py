@@ -18,9 +18,10 @@ microversion 1.36 (Nova 34's for allocation candidates and claims):
   allocations already (an evacuation keeps the source host's): the
   claim is made again on top of them with the consumer's generation, as
   Nova's report client doubles up an evacuation's allocations;
-* ``delete_allocations``: ``DELETE /allocations/{consumer}``;
-* ``allocation_candidates``: ``GET /allocation_candidates`` itself, for
-  the requests the in-memory candidates do not cover yet.
+* ``delete_allocations``: ``DELETE /allocations/{consumer}``.
+
+Allocation candidates are never asked: ``scheduler.placement.view``
+computes them in memory.
 
 Any other answer, or no answer, raises ``PlacementUnavailable``.
 """
@@ -124,24 +125,6 @@ class PlacementClient:
                    in body['allocations'].items() if rp not in held},
                 **held})
         return self._put_allocations(path, doubled)
-
-    def allocation_candidates(self, querystring: str) -> dict[str, Any]:
-        """Placement's answer to ``GET /allocation_candidates?`` +
-        ``querystring``: ``{'allocation_requests': [...],
-        'provider_summaries': {...}}``.  A 400 (an unknown trait or
-        resource class, ...) is no candidate, as Nova reads it.  Raises
-        PlacementUnavailable for any other error."""
-        path = '/allocation_candidates?' + querystring
-        reply = self._request('GET', path)
-        if reply.status_code == 200:
-            return reply.json()
-        if reply.status_code == 400:
-            LOG.info('Placement refused the allocation candidates query '
-                     '%s: %s', querystring, _detail(reply))
-            return {'allocation_requests': [], 'provider_summaries': {}}
-        raise exception.PlacementUnavailable(
-            reason='GET %s answered %d: %s' % (path, reply.status_code,
-                                               _detail(reply)))
 
     def delete_allocations(self, consumer: str) -> bool:
         """Delete every allocation of ``consumer``; False when it had

@@ -2,7 +2,8 @@
 
 Read-only, as the Nova database mode reads Nova's: five queries whatever
 the number of providers (the providers, their inventories, their usages
-summed from ``allocations``, their traits, their aggregates), where
+summed from ``allocations``, their traits, their aggregates; a sixth for
+the uuids of the parents and roots of a few child providers read), where
 Placement's REST API takes four requests per provider.  The tables and
 columns are those of openstack-placement's schema (16.0.0; unchanged
 since Stein for these): ``resource_providers``, ``inventories``,
@@ -10,16 +11,17 @@ since Stein for these): ``resource_providers``, ``inventories``,
 ``traits``, ``resource_provider_traits``, ``placement_aggregates`` and
 ``resource_provider_aggregates``.
 
-Only root providers are read in full (``parent_provider_id IS NULL``):
-``scheduler.placement.candidates`` computes candidates over them.  Of the
-child providers, only what they hold, all trees together, is read
-(``nested_features``), to tell which requests they cannot touch.
+``read_trees`` reads root providers (``parent_provider_id IS NULL``)
+and child providers (with their parent's and root's uuids) alike:
+``scheduler.placement.candidates`` computes the candidates of the
+requests the root providers alone answer, ``scheduler.placement.trees``
+the others, over both.  Sharing providers are providers like the others
+(their trait and aggregates say they share).
 """
 
 from __future__ import annotations
 
 import collections
-import dataclasses
 import datetime
 from collections.abc import Collection
 from typing import Any
@@ -33,6 +35,7 @@ _PROVIDERS = sa.table('resource_providers', sa.column('id'),
                       sa.column('uuid'), sa.column('name'),
                       sa.column('generation'),
                       sa.column('parent_provider_id'),
+                      sa.column('root_provider_id'),
                       sa.column('created_at'), sa.column('updated_at'))
 _CLASSES = sa.table('resource_classes', sa.column('id'), sa.column('name'))
 _INVENTORIES = sa.table(
@@ -61,18 +64,6 @@ def read_generations(connection: Any) -> dict[int, int]:
     return dict(connection.execute(
         sa.select(_PROVIDERS.c.id, _PROVIDERS.c.generation)
         .where(_PROVIDERS.c.parent_provider_id.is_(None))).all())
-
-
-@dataclasses.dataclass(frozen=True)
-class NestedFeatures:
-    """What the child providers (NUMA, PCI, VGPU, bandwidth providers
-    under a compute node) hold, all trees together: the resource classes
-    of their inventories, their traits, whether any is in an
-    aggregate."""
-
-    resource_classes: frozenset[str] = frozenset()
-    traits: frozenset[str] = frozenset()
-    aggregates: bool = False
 
 
 def provider_count(connection: Any) -> int:
@@ -107,28 +98,16 @@ def child_generations(connection: Any) -> dict[int, int]:
         .where(_PROVIDERS.c.parent_provider_id.is_not(None))).all())
 
 
-def nested_features(connection: Any) -> NestedFeatures:
-    """The NestedFeatures of the child providers: three queries."""
-    child = _PROVIDERS.c.parent_provider_id.is_not(None)
-    classes = connection.execute(
-        sa.select(_CLASSES.c.name).distinct()
-        .select_from(_INVENTORIES.join(
-            _CLASSES, _CLASSES.c.id == _INVENTORIES.c.resource_class_id)
-            .join(_PROVIDERS,
-                  _PROVIDERS.c.id == _INVENTORIES.c.resource_provider_id))
-        .where(child)).scalars().all()
-    traits = connection.execute(
-        sa.select(_TRAITS.c.name).distinct()
-        .select_from(_PROVIDER_TRAITS.join(
-            _TRAITS, _TRAITS.c.id == _PROVIDER_TRAITS.c.trait_id)
-            .join(_PROVIDERS, _PROVIDERS.c.id ==
-                  _PROVIDER_TRAITS.c.resource_provider_id))
-        .where(child)).scalars().all()
-    aggregates = connection.execute(sa.select(sa.exists().where(
-        _PROVIDER_AGGREGATES.c.resource_provider_id == _PROVIDERS.c.id,
-        child))).scalar()
-    return NestedFeatures(frozenset(classes), frozenset(traits),
-                          bool(aggregates))
+def known_traits(connection: Any, names: Collection[str]) -> frozenset[str]:
+    """Which of the trait ``names`` Placement knows (its ``traits``
+    table: the standard traits and the custom ones created): one
+    query.  Placement answers 400 to a request naming any other."""
+    if not names:
+        return frozenset()
+    return frozenset(connection.execute(
+        sa.select(_TRAITS.c.name)
+        .where(_TRAITS.c.name.in_(sa.bindparam('names', expanding=True))),
+        {'names': sorted(names)}).scalars().all())
 
 
 def read_providers(connection: Any) -> list[Provider]:
@@ -140,17 +119,29 @@ def read_providers(connection: Any) -> list[Provider]:
 def providers_by_id(connection: Any, ids: Collection[int] | None = None
                     ) -> dict[int, Provider]:
     """The root providers by ``resource_providers.id``, in id order;
-    with ``ids``, only those (five queries either way)."""
+    with ``ids``, only those (``read_trees``)."""
+    return read_trees(connection, ids)[0]
+
+
+def read_trees(connection: Any, ids: Collection[int] | None = None
+               ) -> tuple[dict[int, Provider], dict[int, Provider]]:
+    """``(roots, children)``: the providers by ``resource_providers.id``
+    in id order, root providers apart from child providers (which carry
+    their parent's and their root's uuids); with ``ids``, only those.
+    Five queries, and a sixth when a parent or root of a child read is
+    not among the providers read."""
     def only(column):
         return (sa.true() if ids is None
                 else column.in_(sa.bindparam('ids', expanding=True)))
 
     params = {} if ids is None else {'ids': sorted(ids)}
-    roots = connection.execute(
-        sa.select(_PROVIDERS.c.id, _PROVIDERS.c.uuid, _PROVIDERS.c.name)
-        .where(_PROVIDERS.c.parent_provider_id.is_(None),
-               only(_PROVIDERS.c.id))
+    rows = connection.execute(
+        sa.select(_PROVIDERS.c.id, _PROVIDERS.c.uuid, _PROVIDERS.c.name,
+                  _PROVIDERS.c.parent_provider_id,
+                  _PROVIDERS.c.root_provider_id)
+        .where(only(_PROVIDERS.c.id))
         .order_by(_PROVIDERS.c.id), params).all()
+    uuid_of = _uuids(connection, rows)
     inventories: dict[int, dict[str, Inventory]] = collections.defaultdict(
         dict)
     for row in connection.execute(
@@ -182,12 +173,32 @@ def providers_by_id(connection: Any, ids: Collection[int] | None = None
             _AGGREGATES,
             _AGGREGATES.c.id == _PROVIDER_AGGREGATES.c.aggregate_id),
         only, params)
-    return {rp_id: Provider(uuid=uuid, name=name,
-                            inventories=inventories[rp_id],
-                            usages=usages[rp_id],
-                            traits=frozenset(traits[rp_id]),
-                            aggregates=frozenset(aggregates[rp_id]))
-            for rp_id, uuid, name in roots}
+    roots: dict[int, Provider] = {}
+    children: dict[int, Provider] = {}
+    for rp_id, uuid, name, parent, root in rows:
+        provider = Provider(
+            uuid=uuid, name=name, inventories=inventories[rp_id],
+            usages=usages[rp_id], traits=frozenset(traits[rp_id]),
+            aggregates=frozenset(aggregates[rp_id]),
+            parent_uuid=uuid_of.get(parent),
+            root_uuid=None if parent is None else uuid_of.get(root))
+        (roots if parent is None else children)[rp_id] = provider
+    return roots, children
+
+
+def _uuids(connection: Any, rows: Any) -> dict[int, str]:
+    """``{id: uuid}`` of the providers ``rows`` and of their parents and
+    roots (one query for those not among them)."""
+    found = {row.id: row.uuid for row in rows}
+    missing = {rp_id for row in rows if row.parent_provider_id is not None
+               for rp_id in (row.parent_provider_id, row.root_provider_id)
+               if rp_id not in found}
+    if missing:
+        found.update(connection.execute(
+            sa.select(_PROVIDERS.c.id, _PROVIDERS.c.uuid)
+            .where(_PROVIDERS.c.id.in_(sa.bindparam('ids', expanding=True))),
+            {'ids': sorted(missing)}).all())
+    return found
 
 
 def _names(connection: Any, key: Any, name: Any, joined: Any,

@@ -16,6 +16,7 @@ by its compute host.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 from collections.abc import Iterable
 from collections.abc import Iterator
@@ -55,9 +56,13 @@ class PlacementReservation:
         Placement refuses one, delete the claims taken and raise
         LostRace."""
         taken: list[str] = []
+        placed: collections.Counter[str] = collections.Counter()
         for state, instance_uuid in zip(selected, instance_uuids,
                                         strict=True):
-            if not self._claim(spec_obj, state, instance_uuid):
+            # The nth instance placed on a node claims what it consumed.
+            nth = placed[state.uuid]
+            placed[state.uuid] += 1
+            if not self._claim(spec_obj, state, instance_uuid, nth):
                 self.release(context, taken)
                 raise reservation.LostRace()
             taken.append(instance_uuid)
@@ -66,13 +71,14 @@ class PlacementReservation:
                   instance_uuid: str) -> bool:
         """Claim for one instance on ``state``'s node; False when
         Placement refused (its reason is logged)."""
-        return self._claim(spec_obj, state, instance_uuid)
+        return self._claim(spec_obj, state, instance_uuid, None)
 
-    def _claim(self, spec_obj: Any, state: HostState,
-               instance_uuid: str) -> bool:
+    def _claim(self, spec_obj: Any, state: HostState, instance_uuid: str,
+               nth: int | None) -> bool:
         deadline.check()
         try:
-            allocation_request = self.view.allocation_request(state.uuid)
+            allocation_request = self.view.allocation_request(state.uuid,
+                                                              nth)
         except KeyError:
             LOG.info('%s:%s is no allocation candidate of the request (a '
                      'forced host Placement does not offer)',

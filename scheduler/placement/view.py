@@ -1,35 +1,45 @@
 """Placement's resource providers in memory, and one request's candidates.
 
-``PlacementView`` keeps the root providers of Placement's database (read
-through ``[placement_database] connection``, never written) in a
-``ProviderTable``.  ``refresh`` reads every provider's generation (one
-query) and reads again only the providers whose generation moved:
-Placement bumps it with every change of a provider's inventories,
-allocations, traits or aggregates, our own claims included.  The first
-``refresh`` reads everything; the service answers only after it.
+``PlacementView`` keeps every resource provider of Placement's database
+(read through ``[placement_database] connection``, never written): the
+root providers in a ``ProviderTable``, the child providers in another,
+both in a ``scheduler.placement.trees.Forest``.  ``refresh`` reads every
+provider's generation (one query each for roots and children) and reads
+again only the providers whose generation moved: Placement bumps it with
+every change of a provider's inventories, allocations, traits or
+aggregates, our own claims included.  The first ``refresh`` reads
+everything; the service answers only after it.
 
 ``select(spec_obj, find_nodes)`` computes the allocation candidates of a
-request, as Nova's scheduler asks Placement for them (``GET
-/allocation_candidates``, the query of ``scheduler.placement.request``
+request in memory, as Placement 16.0.0 would answer Nova's ``GET
+/allocation_candidates`` (the query of ``scheduler.placement.request``
 after Nova's request filters, ``scheduler.placement.request_filters``,
 with no ``limit``: every host is considered):
 
-* a request of one group (no numbered groups, no ``same_subtree``;
-  root traits are the candidate's own) that asks nothing a child
-  provider holds (resource classes, traits, aggregates: the VGPU,
-  bandwidth or PCI providers under a compute node) nor a resource class
-  a sharing provider offers is answered in memory (``ProviderTable``),
-  since its every candidate allocates from a root provider alone
-  (``covers``); each instance of the request is then checked again
-  after the earlier ones consumed (``consume``), as their claims will;
-* any other request (granular groups, port or accelerator groups, a
-  VGPU from a child provider...) is asked from Placement's API itself
-  until the in-memory candidates cover it.
+* a request of one group (no numbered groups; root traits are the
+  candidate's own) that asks nothing a child provider holds (resource
+  classes, traits, aggregates: the VGPU, bandwidth or PCI providers
+  under a compute node) nor a resource class a sharing provider offers
+  is answered by the root providers' columns alone
+  (``scheduler.placement.candidates``, ``trees.root_group``): the fast
+  path;
+* any other request (numbered groups, ports, accelerators, a VGPU from
+  a child provider, a disk from a sharing provider, ``same_subtree``)
+  by ``trees.Plan`` over the whole forest.
 
-A compute node's provider is the one whose uuid is the node's uuid (as
-nova-compute creates it), so the candidates are keyed by compute node
-uuid.  The view is used under the host manager's lock: one decision at
-a time.
+Placement's API is never asked for candidates.  Where Placement 16.0.0
+itself errs (``scheduler.placement.trees`` lists the cases: a 500, or
+candidates it garbles or loses) the in-memory answer follows the rule
+instead.  A query Placement refuses (400: malformed, or naming a trait
+its database does not hold) has no candidate, as Nova reads it.
+
+Each instance of a multi-instance request is checked again after the
+earlier ones consumed (``consume``), root, child and sharing providers
+alike, as their claims will; the allocation request each one consumed
+is the one its claim sends.  A compute node's provider is the one whose
+uuid is the node's uuid (as nova-compute creates it), so the candidates
+are keyed by compute node uuid.  The view is used under the host
+manager's lock: one decision at a time.
 """
 
 from __future__ import annotations
@@ -52,8 +62,10 @@ from scheduler.db.nova import cells
 from scheduler.placement import candidates as candidates_lib
 from scheduler.placement import client as client_lib
 from scheduler.placement import database
+from scheduler.placement import query as query_lib
 from scheduler.placement import request as request_lib
 from scheduler.placement import request_filters
+from scheduler.placement import trees
 
 LOG = logging.getLogger(__name__)
 
@@ -62,9 +74,6 @@ LOG = logging.getLogger(__name__)
 CLOCK_MARGIN = datetime.timedelta(seconds=1)
 # Seconds between two reads of every provider's generation.
 FULL_CHECK_INTERVAL = 10.0
-# The trait of a provider that shares its inventory with the members
-# of its aggregates (Placement's sharing providers).
-SHARING_TRAIT = 'MISC_SHARES_VIA_AGGREGATE'
 # What a Selection's ``allocation_request_version`` says: the
 # microversion of the allocation requests' shape (``mappings``).
 ALLOCATION_REQUEST_VERSION = client_lib.MICROVERSION
@@ -74,41 +83,45 @@ ALLOCATION_REQUEST_VERSION = client_lib.MICROVERSION
 class Candidates:
     """The allocation candidates of one request.
 
-    ``group`` and ``static`` when computed in memory: the request group
-    and the mask of the providers whose traits, aggregates and tree
-    match it (capacity is checked again after each consumption).
-    ``requests`` when Placement computed them: allocation requests by
-    compute node uuid, best first."""
+    ``group`` and ``static`` when the root providers alone answer it:
+    the request group and the mask of the root providers whose traits,
+    aggregates and tree match it (capacity is checked again after each
+    consumption).  ``plan`` when it needs provider trees or sharing
+    providers; ``chosen``: the allocation requests consumed so far, by
+    compute node uuid, in order.  Neither: no candidate."""
 
     group: candidates_lib.RequestGroup | None = None
     static: np.ndarray | None = None
-    requests: dict[str, list[dict[str, Any]]] = dataclasses.field(
+    plan: trees.Plan | None = None
+    chosen: dict[str, list[dict[str, Any]]] = dataclasses.field(
         default_factory=dict)
 
 
 class PlacementView:
-    """Placement's root providers (see the module).
+    """Placement's resource providers (see the module).
 
-    ``engine``: a SQLAlchemy engine on Placement's database;
-    ``client``: the PlacementClient used for the requests the in-memory
-    candidates do not cover."""
+    ``engine``: a SQLAlchemy engine on Placement's database; ``client``:
+    a PlacementClient (the claims'; the view itself only reads the
+    database)."""
 
     def __init__(self, engine: Any, client: client_lib.PlacementClient
                  ) -> None:
         self.engine = engine
         self.client = client
+        # The root providers (the fast path's table), the child
+        # providers, and both as one forest.
         self.table: candidates_lib.ProviderTable | None = None
+        self.children: candidates_lib.ProviderTable | None = None
+        self.forest: trees.Forest | None = None
         self._generations: dict[int, int] = {}
+        self._child_generations: dict[int, int] = {}
         self._id_of: dict[str, int] = {}
         self._stale: set[int] = set()
         # Counts the ProviderTables built: a HostTable memo of provider
         # rows (``passes_rows``) holds for one of them.
         self._table_epoch = 0
-        # What child providers hold, and the resource classes sharing
-        # providers offer: a request touching none is answered in memory.
-        self.nested = database.NestedFeatures()
-        self._child_generations: dict[int, int] = {}
-        self.shared_classes: frozenset[str] = frozenset()
+        # The traits Placement's database is known to hold.
+        self._known_traits: set[str] = set()
         self.current = Candidates()
         # Naive UTC start of the last read; monotonic time of the last
         # full check.
@@ -134,62 +147,77 @@ class PlacementView:
                 roots = database.read_generations(connection)
                 children = database.child_generations(connection)
                 self._last_full = time.monotonic()
+                self._known_traits.clear()
             else:
                 roots, children = database.generations_since(
                     connection, self._read_since - CLOCK_MARGIN)
                 roots = {**self._generations, **roots}
                 children = {**self._child_generations, **children}
-            self._read_nested(connection, children)
-            read = self._read_roots(connection, roots)
+            read = self._read(connection, roots, children)
         self._read_since = started
         return read
 
     def _full_check_due(self, connection: Any) -> bool:
-        return (self.table is None or
+        return (self.forest is None or
                 time.monotonic() - self._last_full >= FULL_CHECK_INTERVAL
                 or database.provider_count(connection) !=
                 len(self._generations) + len(self._child_generations))
 
-    def _read_nested(self, connection: Any, children: dict[int, int]
-                     ) -> None:
-        if children != self._child_generations:
-            self.nested = (database.nested_features(connection)
-                           if children else database.NestedFeatures())
-            self._child_generations = children
-
-    def _read_roots(self, connection: Any, generations: dict[int, int]
-                    ) -> int:
-        if (self.table is None or
-                generations.keys() != self._generations.keys()):
-            providers = database.providers_by_id(connection)
-            self.table = candidates_lib.ProviderTable(providers.values())
-            self._table_epoch += 1
-            self._id_of = {p.uuid: rp_id for rp_id, p in providers.items()}
-            self._generations = {rp_id: generations[rp_id]
-                                 for rp_id in providers
-                                 if rp_id in generations}
-            read = len(providers)
-        else:
-            changed = {rp_id for rp_id, generation in generations.items()
-                       if generation != self._generations[rp_id]}
-            changed |= self._stale
-            if changed:
-                self.table.replace(database.providers_by_id(
-                    connection, changed).values())
-            self._generations = generations
-            read = len(changed)
+    def _read(self, connection: Any, roots: dict[int, int],
+              children: dict[int, int]) -> int:
+        """Read the providers whose generation moved (``roots`` and
+        ``children``: ``{id: generation}``), or all of them when some
+        appeared or went."""
+        if (self.forest is None or
+                roots.keys() != self._generations.keys() or
+                children.keys() != self._child_generations.keys()):
+            return self._read_all(connection, roots, children)
+        changed = {rp_id for rp_id, generation in roots.items()
+                   if generation != self._generations[rp_id]}
+        changed |= {rp_id for rp_id, generation in children.items()
+                    if generation != self._child_generations[rp_id]}
+        changed |= self._stale
+        if changed:
+            found, below = database.read_trees(connection, changed)
+            try:
+                self.forest.replace([*found.values(), *below.values()])
+            except KeyError:        # moved between roots and children
+                return self._read_all(connection, roots, children)
+        self._generations = roots
+        self._child_generations = children
         self._stale.clear()
-        if read:
-            self.shared_classes = frozenset().union(*(
-                provider.inventories for provider in self.table.providers
-                if SHARING_TRAIT in provider.traits))
-        return read
+        return len(changed)
+
+    def _read_all(self, connection: Any, roots: dict[int, int],
+                  children: dict[int, int]) -> int:
+        found, below = database.read_trees(connection)
+        self.table = candidates_lib.ProviderTable(found.values())
+        self.children = candidates_lib.ProviderTable(below.values())
+        self.forest = trees.Forest(self.table, self.children)
+        self._table_epoch += 1
+        self._id_of = {p.uuid: rp_id for providers in (found, below)
+                       for rp_id, p in providers.items()}
+        self._generations = {rp_id: roots[rp_id] for rp_id in found
+                             if rp_id in roots}
+        self._child_generations = {rp_id: children[rp_id]
+                                   for rp_id in below if rp_id in children}
+        self._stale.clear()
+        return len(found) + len(below)
 
     def forget(self, uuids: Iterable[str]) -> None:
         """Read providers ``uuids`` again at the next refresh (their use
         here includes consumption that was not claimed)."""
         self._stale.update(self._id_of[uuid] for uuid in uuids
                            if uuid in self._id_of)
+
+    def _forest(self) -> trees.Forest:
+        if self.forest is None:
+            self.refresh()
+        assert self.forest is not None
+        return self.forest
+
+    def _table(self) -> candidates_lib.ProviderTable:
+        return self._forest().roots
 
     # -- one request --------------------------------------------------------
 
@@ -204,40 +232,49 @@ class PlacementView:
         InvalidRequestSpec for a request Nova refuses to translate."""
         query = request_lib.for_scheduling(spec_obj, None, find_nodes)
         request_filters.apply(query, spec_obj, aggregates, CONF)
-        table = self._table()
-        group = None if _needs_placement(query) else _single_group(query)
-        if group is not None and self.covers(group):
-            self.current = Candidates(group=group,
-                                      static=table.matches(group))
-        elif group is None and not _needs_placement(query):
-            self.current = Candidates()     # Placement would answer 400
-        else:
-            self.current = Candidates(requests=_by_root(
-                self.client.allocation_candidates(query.querystring())))
+        self.current = self.candidates(query.query_params())
         return self.current
 
+    def candidates(self, params: query_lib.Params) -> Candidates:
+        """The Candidates of the ``GET /allocation_candidates`` query
+        ``params`` (``query_lib.Params``); none (logged) for a query
+        Placement refuses."""
+        forest = self._forest()
+        try:
+            request = query_lib.Request.from_query(params)
+        except ValueError as exc:
+            LOG.info('No allocation candidate: Placement refuses the query '
+                     '(%s)', exc)
+            return Candidates()
+        unknown = self._unknown_traits(request.trait_names())
+        if unknown:
+            LOG.info('No allocation candidate: Placement refuses the query '
+                     '(unknown traits %s)', ', '.join(sorted(unknown)))
+            return Candidates()
+        group = trees.root_group(request, forest)
+        if group is not None:
+            return Candidates(group=group, static=forest.roots.matches(group))
+        return Candidates(plan=trees.Plan(forest, request))
+
+    def _unknown_traits(self, names: frozenset[str]) -> frozenset[str]:
+        """Which of ``names`` Placement's database does not hold (read
+        for the names not known yet: one query, only then; none without
+        a database)."""
+        unknown = names - self._known_traits
+        if not unknown or self.engine is None:
+            return frozenset()
+        with self.engine.connect() as connection:
+            self._known_traits |= database.known_traits(connection, unknown)
+        return unknown - self._known_traits
+
     def covers(self, group: candidates_lib.RequestGroup) -> bool:
-        """Whether the in-memory candidates of ``group`` are Placement's:
-        none of its resource classes, traits (required, any-of or
-        forbidden) or aggregates is held by a child provider, and no
-        sharing provider offers its resource classes.  Then every
-        candidate allocates from a root provider alone."""
-        nested = self.nested
-        traits = frozenset().union(*group.required) | group.forbidden
-        return not (
-            group.resources.keys() & (nested.resource_classes |
-                                      self.shared_classes) or
-            traits & nested.traits or
-            ((group.member_of or group.forbidden_aggregates) and
-             nested.aggregates))
+        """Whether the root providers alone answer ``group`` (an
+        unsuffixed group alone) as Placement: ``trees.Features.covers``."""
+        return self._forest().features.covers(group)
 
     def passes(self, uuids: Sequence[str]) -> np.ndarray:
         """Which of the compute nodes ``uuids`` can hold one more
         instance of the current request: a boolean array."""
-        current = self.current
-        if current.group is None:
-            return np.fromiter((uuid in current.requests for uuid in uuids),
-                               dtype=bool, count=len(uuids))
         table = self._table()
         missing = len(table.providers)
         rows = np.fromiter((table.row_of.get(uuid, missing)
@@ -251,8 +288,6 @@ class PlacementView:
         ``rows``.  Each host's provider row is kept in the HostTable's
         memo, computed again only for hosts synced since, or when the
         providers were read anew."""
-        if self.current.group is None:
-            return self.passes([state.uuid for state in hosts.states_at(rows)])
         table = self._table()
         missing = len(table.providers)
         provider_rows = hosts.memo(
@@ -262,27 +297,41 @@ class PlacementView:
         return self._fits()[provider_rows]
 
     def _fits(self) -> np.ndarray:
-        """Over the provider rows plus one (a host with no provider,
-        False): whether the provider can hold one more instance of the
-        current in-memory request."""
+        """Over the root provider rows plus one (a host with no
+        provider, False): whether the compute node can hold one more
+        instance of the current request."""
         current = self.current
-        assert current.group is not None and current.static is not None
         table = self._table()
-        return np.append(table.fits_capacity(current.group) & current.static,
-                         False)
+        if current.group is not None:
+            assert current.static is not None
+            fits = table.fits_capacity(current.group) & current.static
+        elif current.plan is not None:
+            fits = current.plan.hosts()
+        else:
+            fits = np.zeros(len(table.providers), dtype=bool)
+        return np.append(fits, False)
 
-    def allocation_request(self, uuid: str) -> dict[str, Any]:
+    def allocation_request(self, uuid: str, nth: int | None = 0
+                           ) -> dict[str, Any]:
         """The allocation request of the current request on compute node
-        ``uuid`` (its best, when Placement gave several): the body of a
-        claim, and a Selection's ``allocation_request``.  KeyError when
+        ``uuid``: the body of a claim, and a Selection's
+        ``allocation_request``.  With ``nth``, the one the ``nth``
+        instance placed there consumed, when there was one; else (or
+        with None) the one the next instance would take.  KeyError when
         the node is no candidate."""
         current = self.current
-        if current.group is None:
-            return current.requests[uuid][0]
-        self._table().row_of[uuid]          # KeyError: not a provider
-        return {'allocations': {uuid: {'resources': dict(
-                    current.group.resources)}},
-                'mappings': {'': [uuid]}}
+        chosen = current.chosen.get(uuid, [])
+        if nth is not None and nth < len(chosen):
+            return chosen[nth]
+        row = self._table().row_of[uuid]      # KeyError: not a provider
+        if current.group is not None:
+            return {'allocations': {uuid: {'resources': dict(
+                        current.group.resources)}},
+                    'mappings': {'': [uuid]}}
+        found = current.plan.first(row) if current.plan else None
+        if found is None:
+            raise KeyError(uuid)
+        return found.body(self._forest())
 
     def allocation_request_json(self, uuid: str) -> str | None:
         """``allocation_request`` as the JSON text a Selection carries, or
@@ -294,66 +343,18 @@ class PlacementView:
 
     def consume(self, uuid: str) -> None:
         """Count the current request's allocation on compute node
-        ``uuid`` in the view (one instance chosen there)."""
+        ``uuid`` in the view (one instance chosen there), on every
+        provider it takes from."""
         try:
-            allocations = self.allocation_request(uuid)['allocations']
+            allocation_request = self.allocation_request(uuid, None)
         except KeyError:
             return
-        table = self._table()
-        for rp_uuid, allocation in allocations.items():
-            if rp_uuid in table.row_of:
-                table.consume(rp_uuid, allocation['resources'])
+        self.current.chosen.setdefault(uuid, []).append(allocation_request)
+        forest = self._forest()
+        for rp_uuid, allocation in allocation_request['allocations'].items():
+            if forest.index_of(rp_uuid) >= 0:
+                forest.consume(rp_uuid, allocation['resources'])
             self.forget([rp_uuid])
-
-    def _table(self) -> candidates_lib.ProviderTable:
-        if self.table is None:
-            self.refresh()
-        assert self.table is not None
-        return self.table
-
-
-def _needs_placement(query: request_lib.ResourceRequest) -> bool:
-    """Whether the in-memory candidates do not cover ``query`` yet:
-    numbered groups, ``same_subtree``."""
-    return bool(set(query.groups) - {None} or query.same_subtree)
-
-
-def _single_group(query: request_lib.ResourceRequest
-                  ) -> candidates_lib.RequestGroup | None:
-    """The RequestGroup of a one-group query, its root traits joined to
-    its own (over root providers the root is the candidate); None for a
-    query Placement refuses (400: nothing asked, traits both required
-    and forbidden), which has no candidate."""
-    group = query.groups.get(None)
-    if group is None:
-        return None
-    params: dict[str, list[str]] = {}
-    for name, value in group.query_params():
-        params.setdefault(name, []).append(value)
-    root_traits = sorted(query.root_required) + [
-        '!' + trait for trait in sorted(query.root_forbidden)]
-    if root_traits:
-        params.setdefault('required', []).append(','.join(root_traits))
-    try:
-        return candidates_lib.RequestGroup.from_query(params)
-    except ValueError as exc:
-        LOG.info('No allocation candidate: Placement refuses the query '
-                 '(%s)', exc)
-        return None
-
-
-def _by_root(body: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """Placement's allocation requests by the root provider (compute
-    node) uuid of their providers, in Placement's order."""
-    summaries = body.get('provider_summaries') or {}
-    found: dict[str, list[dict[str, Any]]] = {}
-    for allocation_request in body.get('allocation_requests') or ():
-        roots = {summaries.get(rp_uuid, {}).get('root_provider_uuid', rp_uuid)
-                 for rp_uuid in allocation_request['allocations']}
-        for root in roots:
-            found.setdefault(root, []).append(allocation_request)
-    return found
-
 
 
 def from_config(conf: Any) -> PlacementView:

@@ -27,6 +27,7 @@ from placement_api import PlacementAPI
 
 from scheduler.placement import candidates
 from scheduler.placement import database
+from scheduler.placement import query
 from scheduler.placement import view
 
 RESOURCE_CLASSES = ('VCPU', 'MEMORY_MB', 'DISK_GB', 'CUSTOM_GOLD')
@@ -154,7 +155,7 @@ def test_candidates_equal_placements(placement_server, placement_db,
     for params in asked:
         reply = api.client.get('/allocation_candidates', params=params)
         try:
-            group = candidates.RequestGroup.from_query(params)
+            group = query.Request.from_query(params).groups['']
         except ValueError:
             assert reply.status_code == 400, params
             continue
@@ -214,10 +215,11 @@ def _requests_within(reply, mine):
 def test_what_children_cannot_serve_equals_placements(
         placement_server, placement_db, written, asked):
     """Over trees (roots with VGPU, bandwidth or custom child
-    providers), a request the view answers in memory
-    (``PlacementView.covers``: nothing it asks is held by a child or
-    offered by a sharing provider) gets Placement's own allocation
-    requests; the others are Placement's to answer."""
+    providers), a request the view answers from the root providers
+    alone (``PlacementView.covers``: nothing it asks is held by a child
+    or offered by a sharing provider) gets Placement's own allocation
+    requests; the others take ``scheduler.placement.trees``
+    (``test_placement_nested.py``)."""
     api = PlacementAPI(placement_server.url, microversion=MICROVERSION)
     api.ensure(TRAITS + CHILD_TRAITS, ['CUSTOM_GOLD'])
     mine = set()
@@ -231,11 +233,11 @@ def test_what_children_cannot_serve_equals_placements(
     placement_view.refresh()
     for params in asked:
         try:
-            group = candidates.RequestGroup.from_query(params)
+            group = query.Request.from_query(params).groups['']
         except ValueError:
             continue        # Placement's 400: the first test checks it
         if not placement_view.covers(group):
-            event('asked from Placement')
+            event('over trees: test_placement_nested.py')
             continue
         reply = api.client.get('/allocation_candidates', params=params)
         if reply.status_code == 500 and group.forbidden:

@@ -312,3 +312,116 @@ def test_the_view_reads_only_what_changed(fleet, api, placement_db_url,
     assert full_reads == [1]
     assert node.uuid not in placement_view.table.row_of
     engine.dispose()
+
+
+def _remove(api, instance_uuids, *providers):
+    """Delete instances' allocations, then providers (children first),
+    so that later tests of the session's Placement see no trees."""
+    for instance_uuid in instance_uuids:
+        api._call('DELETE', '/allocations/%s' % instance_uuid, (204, 404))
+    for rp_uuid in providers:
+        api._call('DELETE', '/resource_providers/%s' % rp_uuid, (204, 404))
+
+
+def test_vgpus_of_child_providers_are_claimed_one_each(fleet, api, conf):
+    """Two instances asking a VGPU each: only the node with VGPU child
+    providers can take them, each instance claims a different child,
+    and a third finds none left (computed in memory, claimed in
+    Placement)."""
+    conf.set_override('enabled_filters', ['ComputeFilter'],
+                      'filter_scheduler')
+    node, plain = _node('pm-vgpu'), _node('pm-novgpu', memory_mb=16384)
+    ctx = fleet(node, plain)
+    gpus = [api.add_child(node.uuid, '%s-gpu%d' % (node.name, index),
+                          {'VGPU': 1}) for index in range(2)]
+    driver = filter_scheduler.FilterScheduler(ctx)
+    vgpu = {'resources:VGPU': '1'}
+    placed = []
+    try:
+        placed, lists = _select(driver, ctx, _spec(extra_specs=vgpu), num=2)
+        assert [picks[0].compute_node_uuid for picks in lists] == [
+            node.uuid, node.uuid]
+        taken = []
+        for instance_uuid in placed:
+            allocated = _allocated(api, instance_uuid)
+            assert allocated[node.uuid] == {'VCPU': 1, 'MEMORY_MB': 512,
+                                            'DISK_GB': 1}
+            (gpu,) = set(allocated) - {node.uuid}
+            assert allocated[gpu] == {'VGPU': 1}
+            taken.append(gpu)
+        assert sorted(taken) == sorted(gpus)
+        request = json.loads(lists[0][0].allocation_request)
+        assert set(request['allocations']) <= {node.uuid, *gpus}
+        with pytest.raises(exception.NoValidHost):
+            _select(driver, ctx, _spec(extra_specs=vgpu))
+    finally:
+        _remove(api, placed, *gpus, node.uuid, plain.uuid)
+
+
+def test_a_disk_from_a_sharing_provider(fleet, api, conf):
+    """A compute node without local disk in an aggregate with a sharing
+    provider of DISK_GB: the root disk is claimed from the sharing
+    provider, the rest from the node."""
+    conf.set_override('enabled_filters', ['ComputeFilter'],
+                      'filter_scheduler')
+    ctx = fleet()
+    aggregate = str(uuid.uuid4())
+    node = candidates.Provider(
+        uuid=str(uuid.uuid4()), name='pm-diskless-%s' % uuid.uuid4().hex[:8],
+        inventories={'VCPU': candidates.Inventory(total=4, max_unit=4),
+                     'MEMORY_MB': candidates.Inventory(total=4096,
+                                                       max_unit=4096)},
+        aggregates=frozenset([aggregate]))
+    shared = candidates.Provider(
+        uuid=str(uuid.uuid4()), name='pm-nfs-%s' % uuid.uuid4().hex[:8],
+        inventories={'DISK_GB': candidates.Inventory(total=100,
+                                                     max_unit=100)},
+        traits=frozenset(['MISC_SHARES_VIA_AGGREGATE']),
+        aggregates=frozenset([aggregate]))
+    seed.add_compute(ctx, node.name, uuid=node.uuid, vcpus=4,
+                     memory_mb=4096, local_gb=0)
+    api.add_tree_provider(node)
+    api.add_tree_provider(shared)
+    driver = filter_scheduler.FilterScheduler(ctx)
+    placed = []
+    try:
+        placed, [[picked]] = _select(driver, ctx, _spec(root_gb=10))
+        assert picked.compute_node_uuid == node.uuid
+        assert _allocated(api, placed[0]) == {
+            node.uuid: {'VCPU': 1, 'MEMORY_MB': 512},
+            shared.uuid: {'DISK_GB': 10}}
+    finally:
+        _remove(api, placed, node.uuid, shared.uuid)
+
+
+def test_the_view_reads_a_changed_child_provider_only(fleet, api,
+                                                      placement_db_url,
+                                                      monkeypatch):
+    """A child provider whose inventory changes is read again alone, in
+    the forest the trees' candidates use; one that goes makes a full
+    read."""
+    from scheduler.placement import view as view_lib
+
+    monkeypatch.setattr(view_lib, 'FULL_CHECK_INTERVAL', 3600.0)
+    node = _node('pm-incr-tree')
+    fleet(node)
+    gpu = api.add_child(node.uuid, node.name + '-gpu', {'VGPU': 1})
+    engine = sa.create_engine(placement_db_url)
+    try:
+        placement_view = view_lib.PlacementView(engine, client=None)
+        placement_view.refresh()
+        assert placement_view.refresh() == 0
+        api._json('PUT', '/resource_providers/%s/inventories/VGPU' % gpu,
+                  json={'resource_provider_generation':
+                        api.provider(gpu)['generation'], 'total': 4})
+        assert placement_view.refresh() == 1
+        forest = placement_view.forest
+        child = forest.provider(forest.index_of(gpu))
+        assert child.inventories['VGPU'].total == 4
+        assert child.root_uuid == node.uuid
+        api._call('DELETE', '/resource_providers/%s' % gpu, (204,))
+        placement_view.refresh()
+        assert placement_view.forest.index_of(gpu) == -1
+    finally:
+        api._call('DELETE', '/resource_providers/%s' % node.uuid, (204,))
+        engine.dispose()

@@ -1,11 +1,14 @@
 """PlacementView.passes_rows: the host manager's rows matched to provider
 rows once, and the same answers as ``passes`` over the hosts' uuids as
-providers fill up, hosts change and providers are read anew."""
+providers fill up, hosts change and providers are read anew; for the
+root providers' fast path and for requests over provider trees, each
+later instance checked after the earlier ones consumed."""
 
 import numpy as np
 
 from scheduler.host_table import HostTable
 from scheduler.placement import candidates as pc
+from scheduler.placement import trees
 from scheduler.placement import view as view_lib
 from tests.unit import fakes
 
@@ -15,10 +18,18 @@ def _provider(uuid, vcpus, used=0):
                        usages={'VCPU': used} if used else {})
 
 
-def _view(providers, group):
+def _load(providers, children=()):
+    """A view of ``providers`` (roots) and ``children``, no database."""
     view = view_lib.PlacementView(engine=None, client=None)
     view.table = pc.ProviderTable(providers)
+    view.children = pc.ProviderTable(children)
+    view.forest = trees.Forest(view.table, view.children)
     view._table_epoch += 1
+    return view
+
+
+def _view(providers, group):
+    view = _load(providers)
     view.current = view_lib.Candidates(
         group=group, static=view.table.matches(group))
     return view
@@ -56,7 +67,7 @@ def test_rows_follow_capacity_hosts_and_new_tables():
     state = hosts.states[1]
     state.uuid = 'b'
     hosts.sync([state])
-    view.table.replace([_provider('b', 4)])
+    view.forest.replace([_provider('b', 4)])
     assert _both(view, hosts, rows) == [True, True, False, True]
 
     # Providers read anew (a new table, other rows): matched again.
@@ -65,9 +76,35 @@ def test_rows_follow_capacity_hosts_and_new_tables():
     assert _both(view, hosts, rows) == [False, True, True, True]
 
 
-def test_answers_from_placement_are_matched_by_uuid():
-    view = view_lib.PlacementView(engine=None, client=None)
-    view.current = view_lib.Candidates(requests={'b': [{}], 'c': [{}]})
-    hosts = _hosts(['a', 'b', 'c'])
-    assert view.passes_rows(hosts, hosts.all_rows).tolist() == [
-        False, True, True]
+def test_a_request_over_trees_consumes_child_providers():
+    """Two instances each asking a VGPU: the view's candidates follow
+    the child providers' use, and each instance's allocation request is
+    the one it consumed."""
+    def gpu(name, parent):
+        return pc.Provider(name, name, {'VGPU': pc.Inventory(total=1)},
+                           parent_uuid=parent, root_uuid=parent)
+
+    view = _load([_provider('a', 4), _provider('b', 4)],
+                 [gpu('a-gpu0', 'a'), gpu('a-gpu1', 'a'), gpu('b-gpu0', 'b')])
+    view.current = view.candidates({'resources': 'VCPU:1,VGPU:1'})
+    assert view.current.plan is not None
+    hosts = _hosts(['b', 'a', 'x'])
+    rows = hosts.all_rows
+    assert _both(view, hosts, rows) == [True, True, False]
+    view.consume('a')
+    view.consume('a')
+    assert _both(view, hosts, rows) == [True, False, False]
+    assert [sorted(view.allocation_request('a', nth)['allocations'])
+            for nth in (0, 1)] == [['a', 'a-gpu0'], ['a', 'a-gpu1']]
+    assert view.allocation_request_json('a') is not None
+    assert view.allocation_request('b')['mappings'] == {'': ['b', 'b-gpu0']}
+    view.consume('b')
+    assert _both(view, hosts, rows) == [False, False, False]
+
+
+def test_a_query_placement_refuses_has_no_candidate():
+    view = _load([_provider('a', 4)])
+    view.current = view.candidates({'resources': 'VCPU:0'})
+    hosts = _hosts(['a'])
+    assert _both(view, hosts, hosts.all_rows) == [False]
+    assert view.allocation_request_json('a') is None
