@@ -17,20 +17,36 @@ read), ``run`` takes the sizes in increasing order and, for each:
    ``our_candidates``, the step the decision will follow;
 4. counts the queries whose candidates (the providers of the allocation
    requests) differ: ``mismatches``, which must be 0;
+4b. does 3 and 4 again for ``tree_queries()``, the requests that take
+   from child providers (a vGPU flavor, a port with a minimum bandwidth
+   policy), answered by ``scheduler.placement.trees`` over every
+   provider, comparing whole allocation requests (``trees_*``);
 5. times our decisions in Placement mode over the same fleet
    (``measure_decisions``): a FilterScheduler with ``[scheduler]
    use_placement`` on a temporary SQLite database of the compute nodes
    whose providers these are, without the claim (``decision_*``:
    refresh, candidates, filters and weighers) and with it
-   (``decision_claim_*``: one ``PUT /allocations`` more).
+   (``decision_claim_*``: one ``PUT /allocations`` more), and the
+   decisions of a vGPU flavor (``trees_decision_*``).
 
-A row per size (``measure``, ``measure_decisions``, ``run``):
-``providers``, ``seeded``, ``seed_s``, ``load_ms``, ``placement_*``,
+The fleet is that of ``workload.generate_hosts``; ``GPU_SHARE`` of its
+compute nodes have a physical GPU provider (VGPU inventory) under their
+own, as the libvirt driver reports it, and ``BANDWIDTH_SHARE`` the
+providers of Neutron's Open vSwitch agent and bridge (minimum bandwidth
+inventories and physnet / vnic type traits), as the Neutron agent
+reports them.
+
+A row per size (``measure``, ``measure_decisions``, ``run``): ``hosts``
+(compute nodes: root providers), ``providers`` (children included),
+``seeded``, ``seed_s``, ``load_ms``, ``placement_*``,
 ``ours_*`` and ``ours_unshaped_*`` (without the shaping into Placement's
 body), ``decision_*`` and ``decision_claim_*`` latencies in ms
 (``report.percentiles_ms``), ``load_view_s``, ``speedup`` (Placement's
 p50 / our decision's), ``target_speedup``, ``meets_target``,
-``mismatches``, ``candidates_mean``.  The providers, and the decisions'
+``mismatches``, ``candidates_mean``, and for the tree queries
+``trees_requests``, ``trees_placement_*``, ``trees_ours_*``,
+``trees_mismatches``, ``trees_candidates_mean``, ``trees_decision_*``
+and ``trees_speedup``.  The providers, and the decisions'
 allocations, stay in Placement afterwards.  The REST helpers are also
 the tests' (``tests/placement_api.py``).
 """
@@ -40,6 +56,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import dataclasses
+import json
 import random
 import threading
 import time
@@ -60,6 +77,8 @@ from keystoneauth1 import token_endpoint
 
 from scheduler.placement import candidates
 from scheduler.placement import database
+from scheduler.placement import query
+from scheduler.placement import trees
 from scheduler.placement.candidates import Inventory
 from scheduler.placement.candidates import Provider
 from scheduler.resources import ratios
@@ -104,6 +123,19 @@ CUSTOM_TRAIT = 'CUSTOM_STORAGE_SSD'
 USED_SHARE = 0.5
 # The zone whose aggregate the ``member_of`` query names (30% of hosts).
 QUERY_ZONE = 'az2'
+# Share of the compute nodes with a physical GPU (a child provider of
+# ``VGPUS_PER_GPU`` VGPU) and share with Neutron's bandwidth providers
+# (agent, then bridge: ``BANDWIDTH_KBPS`` each way); drawn apart.
+GPU_SHARE = 0.2
+BANDWIDTH_SHARE = 0.2
+VGPUS_PER_GPU = 16
+BANDWIDTH_KBPS = 10_000_000
+# Traits Neutron's Open vSwitch agent reports: on the agent, the vnic
+# types it supports; on a bridge, its physnet's and those vnic types.
+VNIC_TRAIT = 'CUSTOM_VNIC_TYPE_NORMAL'
+PHYSNET_TRAIT = 'CUSTOM_PHYSNET_PUBLIC'
+# The suffix of a port's request group is its uuid (Nova 34).
+QOS_PORT = str(uuid.uuid5(uuid.NAMESPACE_URL, 'scheduler-bench-qos-port'))
 
 
 class PlacementError(BenchError):
@@ -192,14 +224,17 @@ def compute_inventories(vcpus: int, memory_mb: int, disk_gb: int,
 
 def write_provider(api: Any, provider: Provider) -> int:
     """Write ``provider`` (its custom traits and classes must exist,
-    ``ensure``) as nova-compute's report client does: ``POST
-    /resource_providers`` (its generation in the reply: microversion
-    1.20+), then its inventories, traits and aggregates (each ``PUT``
+    ``ensure``; its parent too, for a child provider) as nova-compute's
+    report client does: ``POST /resource_providers`` (its generation in
+    the reply: microversion 1.20+; with its ``parent_provider_uuid``),
+    then its inventories, traits and aggregates (each ``PUT``
     with the generation the previous one returned; the last two only
     when it has some, 1.19+).  Returns the provider's generation."""
+    created = {'uuid': provider.uuid, 'name': provider.name}
+    if provider.parent_uuid:
+        created['parent_provider_uuid'] = provider.parent_uuid
     generation = call_json(api, 'POST', '/resource_providers',
-                           json={'uuid': provider.uuid,
-                                 'name': provider.name})['generation']
+                           json=created)['generation']
     path = '/resource_providers/%s' % provider.uuid
     for part, body in (
             ('inventories', {rc: inventory_body(inventory) for rc, inventory
@@ -283,31 +318,96 @@ def provider_of(host: workload.BenchHost, used: bool) -> Provider:
         aggregates=frozenset(aggregate_uuid(name) for name in names))
 
 
+def _child(root: Provider, parent: Provider, name: str,
+           inventories: Mapping[str, Inventory],
+           traits: Iterable[str] = (),
+           usages: Mapping[str, int] | None = None) -> Provider:
+    return Provider(uuid=str(uuid.uuid5(uuid.NAMESPACE_DNS, name)),
+                    name=name, inventories=inventories,
+                    usages=dict(usages or {}), traits=frozenset(traits),
+                    parent_uuid=parent.uuid, root_uuid=root.uuid)
+
+
+def children_of(root: Provider, gpu: bool, bandwidth: bool,
+                vgpus_used: int = 0) -> list[Provider]:
+    """The child providers of compute node ``root``, parents first: with
+    ``gpu``, the physical GPU's (``VGPUS_PER_GPU`` VGPU, ``vgpus_used``
+    of them used) named after its PCI address as the libvirt driver
+    names it; with ``bandwidth``, Neutron's Open vSwitch agent provider
+    and, under it, its bridge's (``BANDWIDTH_KBPS`` of
+    NET_BW_EGR_KILOBIT_PER_SEC and NET_BW_IGR_KILOBIT_PER_SEC, kbit/s),
+    named as Neutron names them."""
+    found = []
+    if gpu:
+        found.append(_child(
+            root, root, '%s_pci_0000_81_00_0' % root.name,
+            {'VGPU': Inventory(total=VGPUS_PER_GPU, max_unit=VGPUS_PER_GPU)},
+            usages={'VGPU': vgpus_used} if vgpus_used else None))
+    if bandwidth:
+        agent = _child(root, root, '%s:Open vSwitch agent' % root.name, {},
+                       [VNIC_TRAIT])
+        rate = Inventory(total=BANDWIDTH_KBPS, max_unit=BANDWIDTH_KBPS)
+        found += [agent, _child(
+            root, agent, '%s:Open vSwitch agent:br-ex' % root.name,
+            {'NET_BW_EGR_KILOBIT_PER_SEC': rate,
+             'NET_BW_IGR_KILOBIT_PER_SEC': rate},
+            [PHYSNET_TRAIT, VNIC_TRAIT])]
+    return found
+
+
 def generate_providers(count: int, seed_value: int = 0) -> list[Provider]:
-    """``count`` providers of ``workload.generate_hosts(count,
-    seed_value)``, ``USED_SHARE`` of them with usages; the first N of
-    them are those of a smaller ``count``."""
+    """The providers of ``workload.generate_hosts(count, seed_value)``:
+    each compute node's, ``USED_SHARE`` of them with usages, followed by
+    its child providers (``children_of``: ``GPU_SHARE`` of them with a
+    GPU, ``BANDWIDTH_SHARE`` with bandwidth providers).  Those of a
+    smaller ``count`` come first, in the same order."""
     rng = random.Random('placement-usages:%s' % seed_value)
-    return [provider_of(host, rng.random() < USED_SHARE)
-            for host in workload.generate_hosts(count, seed_value)]
+    found: list[Provider] = []
+    for host in workload.generate_hosts(count, seed_value):
+        root = provider_of(host, rng.random() < USED_SHARE)
+        gpu, bandwidth = (rng.random() < GPU_SHARE,
+                          rng.random() < BANDWIDTH_SHARE)
+        found.append(root)
+        found += children_of(root, gpu, bandwidth,
+                             rng.randrange(VGPUS_PER_GPU // 2))
+    return found
 
 
 def queries() -> list[dict[str, str]]:
     """Nova-like ``GET /allocation_candidates`` queries: a small and a
     large flavor, one requiring ``CUSTOM_TRAIT``, one in the aggregate
     of zone ``QUERY_ZONE`` (``member_of=in:``, as Nova's availability
-    zone request filter).  Each forbids ``COMPUTE_STATUS_DISABLED``, as
-    Nova's compute status filter does (Nova 20+); no ``limit``."""
+    zone request filter).  Each forbids ``COMPUTE_STATUS_DISABLED`` on
+    the root provider (``root_required``), as Nova 34's compute status
+    request filter does; no ``limit``."""
     small = 'VCPU:1,MEMORY_MB:512,DISK_GB:10'
+    enabled = {'root_required': '!' + DISABLED_TRAIT}
     return [
-        {'resources': small, 'required': '!' + DISABLED_TRAIT},
-        {'resources': 'VCPU:16,MEMORY_MB:65536,DISK_GB:500',
-         'required': '!' + DISABLED_TRAIT},
-        {'resources': 'VCPU:2,MEMORY_MB:4096,DISK_GB:40',
-         'required': '%s,!%s' % (CUSTOM_TRAIT, DISABLED_TRAIT)},
-        {'resources': small, 'required': '!' + DISABLED_TRAIT,
-         'member_of': 'in:' + aggregate_uuid(
-             seed.AZ_AGGREGATE_PREFIX + QUERY_ZONE)},
+        dict(enabled, resources=small),
+        dict(enabled, resources='VCPU:16,MEMORY_MB:65536,DISK_GB:500'),
+        dict(enabled, resources='VCPU:2,MEMORY_MB:4096,DISK_GB:40',
+             required=CUSTOM_TRAIT),
+        dict(enabled, resources=small, member_of='in:' + aggregate_uuid(
+            seed.AZ_AGGREGATE_PREFIX + QUERY_ZONE)),
+    ]
+
+
+def tree_queries() -> list[dict[str, str]]:
+    """The queries of Nova 34 that take from child providers: a flavor
+    with ``resources:VGPU=1`` (the unsuffixed group, spread over the
+    compute node and its GPU) and a small flavor with a port that has a
+    minimum bandwidth policy (its request group suffixed by its uuid,
+    ``group_policy=none``); both with the compute status filter's
+    ``root_required=!COMPUTE_STATUS_DISABLED``, as Nova 34 asks."""
+    port = QOS_PORT
+    return [
+        {'resources': 'VCPU:2,MEMORY_MB:4096,DISK_GB:40,VGPU:1',
+         'root_required': '!' + DISABLED_TRAIT},
+        {'resources': 'VCPU:1,MEMORY_MB:512,DISK_GB:10',
+         'resources_' + port: 'NET_BW_EGR_KILOBIT_PER_SEC:1000,'
+                              'NET_BW_IGR_KILOBIT_PER_SEC:1000',
+         'required_' + port: '%s,%s' % (PHYSNET_TRAIT, VNIC_TRAIT),
+         'root_required': '!' + DISABLED_TRAIT, 'group_policy': 'none'},
     ]
 
 
@@ -321,7 +421,9 @@ def seed_providers(url: str, providers: Sequence[Provider],
                    label: str = 'seeding') -> None:
     """Write ``providers`` (``write_provider`` and ``write_usages``) into
     the Placement at ``url`` from ``threads`` threads, each with its own
-    client; the first failure stops the rest and is raised."""
+    client, a level of the trees at a time (roots, then their children,
+    then theirs), so that a parent exists before its children; the first
+    failure stops the rest and is raised."""
     from tqdm import tqdm
 
     local = threading.local()
@@ -336,28 +438,48 @@ def seed_providers(url: str, providers: Sequence[Provider],
     with concurrent.futures.ThreadPoolExecutor(threads) as pool, tqdm(
             total=len(providers), desc=label, unit='rp', leave=False,
             disable=not progress) as bar:
-        futures = [pool.submit(write, provider) for provider in providers]
-        try:
-            for future in concurrent.futures.as_completed(futures):
-                future.result()
-                bar.update(1)
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            raise
+        for level in _levels(providers):
+            futures = [pool.submit(write, provider) for provider in level]
+            try:
+                for future in concurrent.futures.as_completed(futures):
+                    future.result()
+                    bar.update(1)
+            except BaseException:
+                for future in futures:
+                    future.cancel()
+                raise
+
+
+def _levels(providers: Sequence[Provider]) -> list[list[Provider]]:
+    """``providers`` by depth in their trees (roots first), each level
+    in the given order."""
+    depth: dict[str, int] = {}
+    levels: list[list[Provider]] = []
+    for provider in providers:
+        level = (0 if provider.parent_uuid is None
+                 else depth.get(provider.parent_uuid, 0) + 1)
+        depth[provider.uuid] = level
+        while len(levels) <= level:
+            levels.append([])
+        levels[level].append(provider)
+    return levels
 
 
 # ------------------------------------------------------------- measure --
 
-def our_candidates(table: candidates.ProviderTable,
+def our_candidates(forest: trees.Forest,
                    params: Mapping[str, str]) -> dict[str, Any]:
     """Our answer to one ``GET /allocation_candidates`` query (``params``
-    as Placement's query string): ``RequestGroup.from_query`` then
-    ``allocation_candidates``, Placement's body at microversion 1.36.
-    The decision (filters and weighers over these candidates) is to be
-    added after this step."""
-    return candidates.allocation_candidates(
-        table, candidates.RequestGroup.from_query(params))
+    as Placement's query string), Placement's body at microversion 1.36,
+    as the Placement view computes it: over the root providers alone
+    (``candidates.allocation_candidates``) when ``trees.root_group``
+    says they answer it, else over the provider trees
+    (``trees.allocation_candidates``)."""
+    request = query.Request.from_query(params)
+    group = trees.root_group(request, forest)
+    if group is None:
+        return trees.allocation_candidates(forest, request)
+    return candidates.allocation_candidates(forest.roots, group)
 
 
 def placement_candidates(api: Any, params: Mapping[str, str]) -> Any:
@@ -371,6 +493,21 @@ def candidate_uuids(body: Mapping[str, Any]) -> frozenset[str]:
     requests."""
     return frozenset(rp for request in body['allocation_requests']
                      for rp in request['allocations'])
+
+
+def allocation_requests(body: Mapping[str, Any]) -> frozenset[str]:
+    """An allocation candidates body's allocation requests, each as
+    canonical JSON (keys sorted, each ``mappings`` list sorted): equal
+    sets, the same allocation requests."""
+    return frozenset(
+        json.dumps({'allocations': request['allocations'],
+                    'mappings': {suffix: sorted(providers) for
+                                 suffix, providers in
+                                 request.get('mappings', {}).items()}},
+                   sort_keys=True)
+        for request in body['allocation_requests'])
+
+
 
 
 @dataclasses.dataclass
@@ -420,58 +557,99 @@ def measure(api: Any, engine: Any, written: Collection[str],
     module)."""
     with engine.connect() as connection:
         begin = time.perf_counter()
-        read = database.read_providers(connection)
+        roots, children = database.read_trees(connection)
         load_ms = (time.perf_counter() - begin) * 1000.0
+    read = list(roots.values()) + list(children.values())
     if {p.uuid for p in read} != set(written):
         raise BenchError('--placement-database holds %d providers, not the '
                          '%d written through --placement-url: is it that '
                          "Placement's database?" % (len(read), len(written)))
-    table = candidates.ProviderTable(read)
-    shapes = queries()
+    forest = trees.Forest(candidates.ProviderTable(roots.values()),
+                          candidates.ProviderTable(children.values()))
+    label = '%s %s providers' % (PLACEMENT, '{:,}'.format(len(read)))
+    theirs, ours, compared = _compare(
+        api, lambda params: our_candidates(forest, params), candidate_uuids,
+        queries(), settings, label)
+    # Without the shaping into Placement's body: the providers only.
+    unshaped = time_queries(
+        lambda params: _root_candidates(forest, params),
+        lambda found: frozenset(p.uuid for p in found),
+        cycle(queries(), len(compared)))
+    row: dict[str, Any] = {
+        'mode': PLACEMENT, 'hosts': len(roots), 'providers': len(read),
+        'microversion': NOVA_MICROVERSION,
+        'load_ms': round(load_ms, 3), 'truncated': theirs.truncated}
+    row.update(_answers('', theirs, ours, compared))
+    row.update(_prefixed('ours_unshaped_', unshaped.latencies_ms))
+    theirs, ours, compared = _compare(
+        api, lambda params: our_candidates(forest, params),
+        allocation_requests, tree_queries(), settings, label + ', trees')
+    row.update(_answers('trees_', theirs, ours, compared))
+    row['truncated'] |= theirs.truncated
+    return row
+
+
+def _root_candidates(forest: trees.Forest, params: Mapping[str, str]
+                     ) -> list[Provider]:
+    """The candidate providers of a query the root providers answer
+    (``trees.root_group``), not shaped as Placement's body."""
+    group = trees.root_group(query.Request.from_query(params), forest)
+    if group is None:
+        raise BenchError('%s needs provider trees' % dict(params))
+    return forest.roots.candidates(group)
+
+
+def _compare(api: Any, ours_of: Callable[[Mapping[str, str]], Any],
+             digest: Callable[[Any], frozenset[str]],
+             shapes: Sequence[Mapping[str, str]], settings: Any,
+             label: str) -> tuple[Answers, Answers, list[tuple[Any, Any]]]:
+    """Warm both up, then time Placement's answers to ``shapes`` (cycled,
+    ``--requests`` of them, within the time budget) and ours to the
+    queries Placement answered; returns both Answers and their digests
+    side by side."""
     for params in cycle(shapes, settings.warmup):
-        our_candidates(table, params)
+        ours_of(params)
         placement_candidates(api, params)
     measured = cycle(shapes, settings.requests)
-    label = '%s %s providers' % (PLACEMENT, '{:,}'.format(len(read)))
     with inprocess.progress_bar(len(measured), label + ': Placement',
                                 settings.progress) as bar:
         theirs = time_queries(
             lambda params: placement_candidates(api, params),
-            lambda reply: candidate_uuids(reply.json()), measured,
+            lambda reply: digest(reply.json()), measured,
             settings.time_budget_s, bar)
-    # Ours answers the queries Placement answered within the budget.
     measured = measured[:len(theirs.latencies_ms)]
     with inprocess.progress_bar(len(measured), label + ': ours',
                                 settings.progress) as bar:
-        ours = time_queries(lambda params: our_candidates(table, params),
-                            candidate_uuids, measured, bar=bar)
-    # Without the shaping into Placement's body: the providers only.
-    unshaped = time_queries(
-        lambda params: table.candidates(
-            candidates.RequestGroup.from_query(params)),
-        lambda found: frozenset(p.uuid for p in found), measured)
-    compared = list(zip(theirs.uuids, ours.uuids, strict=True))
-    row: dict[str, Any] = {
-        'mode': PLACEMENT, 'hosts': len(read), 'providers': len(read),
-        'microversion': NOVA_MICROVERSION,
-        'load_ms': round(load_ms, 3), 'requests': len(compared),
-        'truncated': theirs.truncated,
+        ours = time_queries(ours_of, digest, measured, bar=bar)
+    return theirs, ours, list(zip(theirs.uuids, ours.uuids, strict=True))
+
+
+def _answers(prefix: str, theirs: Answers, ours: Answers,
+             compared: Sequence[tuple[Any, Any]]) -> dict[str, Any]:
+    """The fields of one set of queries: ``requests``, ``mismatches``,
+    ``candidates_mean`` and both sides' latencies, each name after
+    ``prefix``."""
+    fields = {
+        'requests': len(compared),
         'mismatches': sum(a != b for a, b in compared),
         'candidates_mean': round(sum(len(a) for a, _ in compared) /
                                  max(1, len(compared)), 1)}
-    row.update(_prefixed('placement_', theirs.latencies_ms))
-    row.update(_prefixed('ours_', ours.latencies_ms))
-    row.update(_prefixed('ours_unshaped_', unshaped.latencies_ms))
-    return row
+    fields.update(_prefixed('placement_', theirs.latencies_ms))
+    fields.update(_prefixed('ours_', ours.latencies_ms))
+    return {prefix + name: value for name, value in fields.items()}
 
 
 def _speedup(row: dict[str, Any]) -> None:
     """``speedup``: Placement's p50 over our decision's (candidates,
-    filters and weighers, no claim), against ``SPEEDUP_TARGETS``."""
-    row['speedup'] = (round(row['placement_p50_ms'] /
-                            row['decision_p50_ms'], 1)
-                      if row['decision_p50_ms'] else None)
-    row['target_speedup'] = SPEEDUP_TARGETS.get(row['providers'])
+    filters and weighers, no claim), against ``SPEEDUP_TARGETS`` (by
+    number of compute nodes); ``trees_speedup`` the same for the tree
+    queries and the vGPU flavor's decisions."""
+    for prefix in ('', 'trees_'):
+        ours = row[prefix + 'decision_p50_ms']
+        row[prefix + 'speedup'] = (
+            round(row[prefix + 'placement_p50_ms'] / ours, 1) if ours
+            else None)
+    row['target_speedup'] = SPEEDUP_TARGETS.get(row['hosts'])
     row['meets_target'] = (None if row['target_speedup'] is None else
                            row['speedup'] is not None and
                            row['speedup'] >= row['target_speedup'])
@@ -510,8 +688,11 @@ def measure_decisions(url: str, database_url: str, size: int,
     ``plain`` requests timed twice: ``decision_*`` (the view's refresh,
     the candidates, the filters and weighers: ``best_host``) and
     ``decision_claim_*`` (``select_destinations``, which claims each
-    instance in Placement with one ``PUT /allocations``).  Latencies in
-    ms; ``load_view_s``: the driver's first load of the view."""
+    instance in Placement with one ``PUT /allocations``), and the same
+    requests with a vGPU flavor (``resources:VGPU=1``) without the claim
+    (``trees_decision_*``: their candidates come from provider trees).
+    Latencies in ms; ``load_view_s``: the driver's first load of the
+    view."""
     from scheduler import drivers
 
     hosts = workload.generate_hosts(size, settings.seed)
@@ -532,9 +713,16 @@ def measure_decisions(url: str, database_url: str, size: int,
             ctx, request.spec), measured)
         decided = _latencies_ms(lambda request: driver.select_destinations(
             ctx, request.spec, request.instance_uuids), measured)
+        for request in warmup + measured:
+            request.spec.flavor.extra_specs = {'resources:VGPU': '1'}
+        for request in warmup:
+            driver.best_host(ctx, request.spec)
+        gpu = _latencies_ms(lambda request: driver.best_host(
+            ctx, request.spec), measured)
     row = {'load_view_s': round(load_view_s, 2)}
     row.update(_prefixed('decision_', ranked))
     row.update(_prefixed('decision_claim_', decided))
+    row.update(_prefixed('trees_decision_', gpu))
     return row
 
 
@@ -595,7 +783,7 @@ def run(settings: Any, placement_url: str | None,
     rows = []
     try:
         check_empty(api, engine, url)
-        ensure(api, traits=[CUSTOM_TRAIT])
+        ensure(api, traits=[CUSTOM_TRAIT, VNIC_TRAIT, PHYSNET_TRAIT])
         written: set[str] = set()
         for size in sizes:
             # Only the uuids stay: the generated providers would weigh on
@@ -650,7 +838,7 @@ def print_table(rows: Sequence[Mapping[str, Any]], console: Any = None
                 'candidates, filters and weighers in Placement mode; '
                 '+claim: the decision with its PUT /allocations'
                 % SEED_THREADS)
-    for name in ('providers', 'req', 'seeding s', 'load ms',
+    for name in ('hosts', 'providers', 'req', 'seeding s', 'load ms',
                  'Placement p50', 'Placement p99', 'ours p50',
                  'unshaped p50', 'decision p50', 'decision p99',
                  '+claim p50', 'speed-up', 'mismatches', 'meets'):
@@ -659,7 +847,8 @@ def print_table(rows: Sequence[Mapping[str, Any]], console: Any = None
         requests = str(row['requests']) + ('*' if row['truncated'] else '')
         speedup = report._pair(row['speedup'], row['target_speedup'], 0)
         table.add_row(
-            '{:,}'.format(row['providers']), requests, fmt(row['seed_s']),
+            '{:,}'.format(row['hosts']), '{:,}'.format(row['providers']),
+            requests, fmt(row['seed_s']),
             fmt(row['load_ms']), fmt(row['placement_p50_ms'], 2),
             fmt(row['placement_p99_ms'], 2), fmt(row['ours_p50_ms'], 2),
             fmt(row['ours_unshaped_p50_ms'], 2),
@@ -668,5 +857,37 @@ def print_table(rows: Sequence[Mapping[str, Any]], console: Any = None
             ('[red]%d[/]' if row['mismatches'] else '%d')
             % row['mismatches'], report._verdict(row))
     console.print(table)
+    _print_trees(rows, console)
     if any(row['truncated'] for row in rows):
         console.print('* stopped by the time budget (--time-budget)')
+
+
+def _print_trees(rows: Sequence[Mapping[str, Any]], console: Any) -> None:
+    """The tree queries' part of the rows, as a second table."""
+    from rich.table import Table
+
+    fmt = report._fmt
+    table = Table(
+        title='provider trees: a vGPU flavor and a port with a minimum '
+              'bandwidth policy',
+        caption='whole allocation requests compared (mismatches); '
+                'decision: the vGPU flavor in Placement mode, no claim; '
+                'speed-up: Placement p50 / decision p50')
+    for name in ('hosts', 'providers', 'req', 'Placement p50',
+                 'Placement p99', 'ours p50', 'ours p99', 'decision p50',
+                 'decision p99', 'speed-up', 'mismatches'):
+        table.add_column(name, justify='right')
+    for row in rows:
+        table.add_row(
+            '{:,}'.format(row['hosts']), '{:,}'.format(row['providers']),
+            str(row['trees_requests']),
+            fmt(row['trees_placement_p50_ms'], 2),
+            fmt(row['trees_placement_p99_ms'], 2),
+            fmt(row['trees_ours_p50_ms'], 2),
+            fmt(row['trees_ours_p99_ms'], 2),
+            fmt(row['trees_decision_p50_ms'], 2),
+            fmt(row['trees_decision_p99_ms'], 2),
+            fmt(row['trees_speedup'], 1),
+            ('[red]%d[/]' if row['trees_mismatches'] else '%d')
+            % row['trees_mismatches'])
+    console.print(table)

@@ -47,26 +47,34 @@ def test_smoke_against_a_fresh_placement(tmp_path, placement):
     assert result.returncode == 0, (result.stdout, result.stderr[-5000:])
     assert 'allocation_candidates' in result.stdout
     [row] = report.read_json_lines(output)
-    assert (row['mode'], row['hosts'], row['providers']) == (
-        'placement', 200, 200)
-    assert row['seeded'] == 200 and row['seed_s'] > 0
+    # 200 compute nodes, some with GPU or bandwidth child providers.
+    assert (row['mode'], row['hosts']) == ('placement', 200)
+    assert 200 < row['providers'] < 400
+    assert row['seeded'] == row['providers'] and row['seed_s'] > 0
     assert row['requests'] == 10 and not row['truncated']
     assert row['mismatches'] == 0
     assert row['candidates_mean'] > 0
     assert row['load_ms'] > 0
     for side in ('placement', 'ours', 'ours_unshaped', 'decision',
-                 'decision_claim'):
+                 'decision_claim', 'trees_placement', 'trees_ours',
+                 'trees_decision'):
         assert 0 < row[side + '_p50_ms'] <= row[side + '_p99_ms']
     assert row['load_view_s'] > 0
     assert row['speedup'] > 0
     assert row['microversion'] == '1.36'
+    # The tree queries: the same allocation requests, child providers
+    # included.
+    assert row['trees_requests'] == 10 and row['trees_mismatches'] == 0
+    assert row['trees_candidates_mean'] > 0
+    assert row['trees_speedup'] > 0
+    assert 'provider trees' in result.stdout
     # The providers stay: a second run is refused, in one line.
     again = _bench(tmp_path, '--smoke', *given)
     assert again.returncode == 2, (again.stdout, again.stderr[-5000:])
     assert again.stderr.strip().splitlines() == [
-        'scheduler-bench: error: the Placement at %s holds 200 resource '
+        'scheduler-bench: error: the Placement at %s holds %d resource '
         'provider(s); --mode placement needs one without any (it writes '
-        'its own)' % placement.url]
+        'its own)' % (placement.url, row['providers'])]
 
 
 def test_placement_url_is_required(tmp_path):
