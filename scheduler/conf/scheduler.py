@@ -206,6 +206,16 @@ scheduler_opts = [
                     'answer and the compute node recording the instance '
                     'and its usage, or the instance is briefly not '
                     'counted.'),
+    cfg.FloatOpt('claim_release_delay', default=0.0, min=0, max=60,
+                 help='Seconds a release asked by a delete_instance_info '
+                      'cast may wait for others to be released with it in '
+                      'one lookup and one transaction (our own option, '
+                      'used with ``claim_resources``).  0 releases each '
+                      'at once.  A host deleting many instances sends one '
+                      'cast per instance to every worker; a delay such as '
+                      '0.5 turns those into one lookup per worker per '
+                      'delay, while the deleted instances\' claims count '
+                      'for up to that much longer.'),
 ]
 
 filter_scheduler_opts = [

@@ -9,6 +9,16 @@ everything queued in one ``claims.release_many`` (one lookup for the
 whole batch) and goes on until the queue is empty, while callers arriving
 meanwhile only queue.  A release thus waits at most for the batch in
 flight, and many concurrent casts cost a few lookups instead of one each.
+
+With a delay (``[scheduler] claim_release_delay``, our own option), the
+first release queued while none is pending starts a timer instead, and
+the timer's thread releases, after the delay, everything queued by then:
+a host deleting instances one after another (one cast each, to every
+worker, since the casts are fanout) then costs each worker one lookup
+per delay rather than one per instance.  A claim still counts against
+its node for up to the delay after the cast; one queued when the process
+exits is released by another worker's cast, the node's next usage
+report, or its expiry (``[scheduler] claim_timeout``).
 """
 
 import threading
@@ -27,22 +37,36 @@ class ReleaseQueue:
     ``claims.release_many``).  Thread-safe.
     """
 
-    def __init__(self, release_many=claims.release_many):
+    def __init__(self, release_many=claims.release_many, delay_s=0.0):
+        """``delay_s``: seconds a release may wait for others to join it
+        (0: the caller releases at once)."""
         self._release_many = release_many
+        self._delay_s = delay_s
         self._lock = threading.Lock()
         self._pending = []
         self._draining = False
 
     def release(self, context, instance_uuid):
         """Release the claim of ``instance_uuid`` (a str), if it has one:
-        at once, or by the caller releasing the batch in flight.  Never
-        raises for a database error: it is logged, and the claim then
-        ends when it expires (``[scheduler] claim_timeout``)."""
+        at once, by the caller releasing the batch in flight, or (with a
+        delay) by the timer's thread.  Never raises for a database error:
+        it is logged, and the claim then ends when it expires
+        (``[scheduler] claim_timeout``)."""
         with self._lock:
             self._pending.append(instance_uuid)
             if self._draining:
                 return
             self._draining = True
+        if self._delay_s > 0:
+            timer = threading.Timer(self._delay_s, self._drain_all,
+                                    args=(context,))
+            timer.daemon = True
+            timer.name = 'scheduler-claim-releases'
+            timer.start()
+        else:
+            self._drain_all(context)
+
+    def _drain_all(self, context):
         try:
             self._drain(context)
         except BaseException:

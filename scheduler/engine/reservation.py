@@ -23,6 +23,7 @@ from typing import Protocol
 from oslo_log import log as logging
 
 from scheduler import exception
+from scheduler.conf import CONF
 from scheduler.db import claim_releases
 from scheduler.db import claims
 from scheduler.db import source
@@ -85,7 +86,8 @@ class SqlReservation:
     def __init__(self) -> None:
         self._local = threading.local()
         self._releases = claim_releases.ReleaseQueue(
-            lambda context, uuids: claims.release_many(context, uuids))
+            lambda context, uuids: claims.release_many(context, uuids),
+            CONF.scheduler.claim_release_delay)
 
     @contextlib.contextmanager
     def decision(self, context: Any, claiming: bool = True

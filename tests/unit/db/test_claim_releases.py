@@ -1,6 +1,7 @@
 """ReleaseQueue: releases of deleted instances' claims taken together."""
 
 import threading
+import time
 
 from scheduler.db import claim_releases
 
@@ -77,5 +78,63 @@ def test_a_database_error_is_logged_and_later_releases_go_on(caplog):
     queue.release('ctx', 'u1')
     queue.release('ctx', 'u2')
     assert calls == [['u1'], ['u2']]
+    assert 'Could not release the claims of 1 deleted instances' in \
+        caplog.text
+
+
+def _wait_until(predicate, timeout_s=10.0):
+    deadline = time.monotonic() + timeout_s
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return predicate()
+
+
+def test_with_a_delay_releases_within_it_are_taken_together_later():
+    recorder = Recorder()
+    queue = claim_releases.ReleaseQueue(recorder, delay_s=0.3)
+    started = time.monotonic()
+    for i in range(5):
+        queue.release('ctx', 'u%d' % i)
+    assert recorder.batches == []  # nothing released by the callers
+    assert _wait_until(lambda: recorder.batches)
+    assert time.monotonic() - started >= 0.3
+    assert recorder.batches == [['u%d' % i for i in range(5)]]
+    # The queue is idle again: the next release starts a new delay.
+    queue.release('ctx', 'u5')
+    assert _wait_until(lambda: len(recorder.batches) == 2)
+    assert recorder.batches[1] == ['u5']
+
+
+def test_with_a_delay_no_uuid_is_left_behind_under_concurrency():
+    recorder = Recorder()
+    queue = claim_releases.ReleaseQueue(recorder, delay_s=0.01)
+    uuids = ['u%d' % i for i in range(2000)]
+    threads = [threading.Thread(target=lambda part=uuids[i::8]: [
+        queue.release('ctx', uuid) for uuid in part]) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+
+    def released():
+        return sorted(uuid for batch in list(recorder.batches)
+                      for uuid in batch)
+    assert _wait_until(lambda: released() == sorted(uuids))
+    assert len(recorder.batches) < len(uuids)
+
+
+def test_with_a_delay_a_database_error_is_logged_and_releases_go_on(caplog):
+    calls = []
+
+    def failing_once(context, uuids):
+        calls.append(list(uuids))
+        if len(calls) == 1:
+            raise RuntimeError('database gone')
+
+    queue = claim_releases.ReleaseQueue(failing_once, delay_s=0.01)
+    queue.release('ctx', 'u1')
+    assert _wait_until(lambda: calls == [['u1']])
+    queue.release('ctx', 'u2')
+    assert _wait_until(lambda: calls == [['u1'], ['u2']])
     assert 'Could not release the claims of 1 deleted instances' in \
         caplog.text
