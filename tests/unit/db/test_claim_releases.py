@@ -3,6 +3,8 @@
 import threading
 import time
 
+import pytest
+
 from scheduler.db import claim_releases
 
 
@@ -52,9 +54,10 @@ def test_releases_queued_during_one_are_released_together_by_it():
     assert len(recorder.batches) == 2
 
 
-def test_no_uuid_is_left_behind_under_concurrency():
+@pytest.mark.parametrize('delay_s', [0.0, 0.01])
+def test_no_uuid_is_left_behind_under_concurrency(delay_s):
     recorder = Recorder()
-    queue = claim_releases.ReleaseQueue(recorder)
+    queue = claim_releases.ReleaseQueue(recorder, delay_s=delay_s)
     uuids = ['u%d' % i for i in range(2000)]
     threads = [threading.Thread(target=lambda part=uuids[i::8]: [
         queue.release('ctx', uuid) for uuid in part]) for i in range(8)]
@@ -62,11 +65,18 @@ def test_no_uuid_is_left_behind_under_concurrency():
         thread.start()
     for thread in threads:
         thread.join(30)
-    released = [uuid for batch in recorder.batches for uuid in batch]
-    assert sorted(released) == sorted(uuids)
+
+    def released():
+        return sorted(uuid for batch in list(recorder.batches)
+                      for uuid in batch)
+    assert _wait_until(lambda: released() == sorted(uuids))
+    if delay_s:
+        assert len(recorder.batches) < len(uuids)
 
 
-def test_a_database_error_is_logged_and_later_releases_go_on(caplog):
+@pytest.mark.parametrize('delay_s', [0.0, 0.01])
+def test_a_database_error_is_logged_and_later_releases_go_on(caplog,
+                                                              delay_s):
     calls = []
 
     def failing_once(context, uuids):
@@ -74,13 +84,13 @@ def test_a_database_error_is_logged_and_later_releases_go_on(caplog):
         if len(calls) == 1:
             raise RuntimeError('database gone')
 
-    queue = claim_releases.ReleaseQueue(failing_once)
+    queue = claim_releases.ReleaseQueue(failing_once, delay_s=delay_s)
     queue.release('ctx', 'u1')
+    assert _wait_until(lambda: calls == [['u1']])
     queue.release('ctx', 'u2')
-    assert calls == [['u1'], ['u2']]
+    assert _wait_until(lambda: calls == [['u1'], ['u2']])
     assert 'Could not release the claims of 1 deleted instances' in \
         caplog.text
-
 
 def _wait_until(predicate, timeout_s=10.0):
     deadline = time.monotonic() + timeout_s
@@ -104,37 +114,3 @@ def test_with_a_delay_releases_within_it_are_taken_together_later():
     assert _wait_until(lambda: len(recorder.batches) == 2)
     assert recorder.batches[1] == ['u5']
 
-
-def test_with_a_delay_no_uuid_is_left_behind_under_concurrency():
-    recorder = Recorder()
-    queue = claim_releases.ReleaseQueue(recorder, delay_s=0.01)
-    uuids = ['u%d' % i for i in range(2000)]
-    threads = [threading.Thread(target=lambda part=uuids[i::8]: [
-        queue.release('ctx', uuid) for uuid in part]) for i in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
-
-    def released():
-        return sorted(uuid for batch in list(recorder.batches)
-                      for uuid in batch)
-    assert _wait_until(lambda: released() == sorted(uuids))
-    assert len(recorder.batches) < len(uuids)
-
-
-def test_with_a_delay_a_database_error_is_logged_and_releases_go_on(caplog):
-    calls = []
-
-    def failing_once(context, uuids):
-        calls.append(list(uuids))
-        if len(calls) == 1:
-            raise RuntimeError('database gone')
-
-    queue = claim_releases.ReleaseQueue(failing_once, delay_s=0.01)
-    queue.release('ctx', 'u1')
-    assert _wait_until(lambda: calls == [['u1']])
-    queue.release('ctx', 'u2')
-    assert _wait_until(lambda: calls == [['u1'], ['u2']])
-    assert 'Could not release the claims of 1 deleted instances' in \
-        caplog.text
