@@ -127,8 +127,10 @@ EMBEDDED_POOL_SIZE = 4
 # [scheduler] claim_release_delay of the embedded service: the agents send
 # one delete_instance_info cast per departed instance (about 410,000 for
 # the Azure V1 trace), each a claim lookup when released at once (about
-# 7% of the replay's time); their claims are already gone (the agents
-# release them as the instances are written), so no decision changes.
+# 7% of the interpreter-lock samples under py-spy, though the whole
+# trace's wall time did not measurably change); their claims are already
+# gone (the agents release them as the instances are written), so no
+# decision changes.
 EMBEDDED_RELEASE_DELAY_S = 0.5
 PROGRESS_EVERY = 25
 
