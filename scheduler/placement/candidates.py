@@ -55,6 +55,12 @@ class Inventory:
         """``(total - reserved) * allocation_ratio``, as Placement."""
         return (self.total - self.reserved) * self.allocation_ratio
 
+    @property
+    def effective_max_unit(self) -> int:
+        """The largest amount one allocation may take: ``max_unit``, or
+        the total when none is set."""
+        return self.total if self.max_unit is None else self.max_unit
+
 
 @dataclasses.dataclass(frozen=True)
 class Provider:
@@ -121,8 +127,7 @@ class _Column:
         if inventory is None:
             inventory = Inventory(total=0)
         self.min_unit[row] = inventory.min_unit
-        self.max_unit[row] = (inventory.total if inventory.max_unit is None
-                              else inventory.max_unit)
+        self.max_unit[row] = inventory.effective_max_unit
         self.step_size[row] = max(1, inventory.step_size)
         self.capacity[row] = inventory.capacity
         self.used[row] = provider.usages.get(self.rc, 0)

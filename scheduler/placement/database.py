@@ -113,14 +113,7 @@ def known_traits(connection: Any, names: Collection[str]) -> frozenset[str]:
 def read_providers(connection: Any) -> list[Provider]:
     """The root providers of the Placement database on ``connection``
     (a SQLAlchemy Connection), in ``resource_providers.id`` order."""
-    return list(providers_by_id(connection).values())
-
-
-def providers_by_id(connection: Any, ids: Collection[int] | None = None
-                    ) -> dict[int, Provider]:
-    """The root providers by ``resource_providers.id``, in id order;
-    with ``ids``, only those (``read_trees``)."""
-    return read_trees(connection, ids)[0]
+    return list(read_trees(connection)[0].values())
 
 
 def read_trees(connection: Any, ids: Collection[int] | None = None

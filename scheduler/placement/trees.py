@@ -762,10 +762,9 @@ class Plan:
         ``used + amount <= int(capacity)`` and ``amount <= max_unit``."""
         provider = self.forest.provider(index)
         inventory = provider.inventories[rc]
-        max_unit = (inventory.total if inventory.max_unit is None
-                    else inventory.max_unit)
         return (provider.usages.get(rc, 0) + amount <=
-                int(inventory.capacity) and amount <= max_unit)
+                int(inventory.capacity) and
+                amount <= inventory.effective_max_unit)
 
     def _same_subtree(self, picked: list[tuple[str, _Choice]]) -> bool:
         """For each ``same_subtree``: one of its groups' providers is an

@@ -195,8 +195,7 @@ def inventory_body(inventory: Inventory) -> dict[str, Any]:
     inventories`` (``max_unit`` None: the total)."""
     return {'total': inventory.total, 'reserved': inventory.reserved,
             'min_unit': inventory.min_unit,
-            'max_unit': (inventory.total if inventory.max_unit is None
-                         else inventory.max_unit),
+            'max_unit': inventory.effective_max_unit,
             'step_size': inventory.step_size,
             'allocation_ratio': inventory.allocation_ratio}
 

@@ -116,9 +116,8 @@ def placement_db(placement_server):
 def _as_stored(provider):
     """``provider`` as Placement stores it (``max_unit`` given)."""
     return dataclasses.replace(provider, inventories={
-        rc: dataclasses.replace(inventory, max_unit=inventory.total
-                                if inventory.max_unit is None
-                                else inventory.max_unit)
+        rc: dataclasses.replace(inventory,
+                                max_unit=inventory.effective_max_unit)
         for rc, inventory in provider.inventories.items()})
 
 
