@@ -16,6 +16,7 @@ from scheduler import servicegroup
 from scheduler.conf import CONF
 from scheduler.engine import pipeline
 from scheduler.engine import reservation
+from scheduler.placement import client as placement_client
 from scheduler.placement import reservation as placement_reservation
 from scheduler.placement import view as placement_view
 
@@ -36,7 +37,7 @@ class Scheduler:
         self.reservation: reservation.Reservation = (
             reservation.SqlReservation() if self.placement is None else
             placement_reservation.PlacementReservation(
-                self.placement, self.placement.client))
+                self.placement, placement_client.PlacementClient(conf=CONF)))
 
     def run_periodic_tasks(self, context):
         """Hook run every ``[scheduler] periodic_task_interval`` seconds."""

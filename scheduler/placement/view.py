@@ -100,14 +100,11 @@ class Candidates:
 class PlacementView:
     """Placement's resource providers (see the module).
 
-    ``engine``: a SQLAlchemy engine on Placement's database; ``client``:
-    a PlacementClient (the claims'; the view itself only reads the
-    database)."""
+    ``engine``: a SQLAlchemy engine on Placement's database (only
+    read; the claims go through ``scheduler.placement.reservation``)."""
 
-    def __init__(self, engine: Any, client: client_lib.PlacementClient
-                 ) -> None:
+    def __init__(self, engine: Any) -> None:
         self.engine = engine
-        self.client = client
         # The root providers (the fast path's table), the child
         # providers, and both as one forest.
         self.table: candidates_lib.ProviderTable | None = None
@@ -360,10 +357,9 @@ class PlacementView:
 def from_config(conf: Any) -> PlacementView:
     """The PlacementView of ``conf``: an engine on ``[placement_database]
     connection`` (the ``[api_database]`` engine options, statement
-    time-outs installed) and a PlacementClient of ``[placement]``;
-    loaded once before it is returned, so that the service answers only
-    with a complete view.  Raises PlacementUnavailable when the database
-    cannot be read."""
+    time-outs installed), loaded once before it is returned, so that the
+    service answers only with a complete view.  Raises
+    PlacementUnavailable when the database cannot be read."""
     url = conf.placement_database.connection
     if not url:
         raise exception.PlacementUnavailable(
@@ -374,7 +370,7 @@ def from_config(conf: Any) -> PlacementView:
     except cells.CellsError as exc:
         raise exception.PlacementUnavailable(
             reason='[placement_database] connection: %s' % exc) from exc
-    view = PlacementView(engine, client_lib.PlacementClient(conf=conf))
+    view = PlacementView(engine)
     read = view.refresh()
     LOG.info('Placement view loaded: %d resource provider(s) from %s',
              read, cells.safe_url(url))

@@ -228,7 +228,7 @@ def test_what_children_cannot_serve_equals_placements(
         for index, (inventory, traits) in enumerate(children):
             mine.add(api.add_child(root.uuid, '%s-%d' % (root.name, index),
                                    inventory, tuple(sorted(traits))))
-    placement_view = view.PlacementView(placement_db, client=None)
+    placement_view = view.PlacementView(placement_db)
     placement_view.refresh()
     for params in asked:
         try:

@@ -291,7 +291,7 @@ def test_the_view_reads_only_what_changed(fleet, api, placement_db_url,
     node = _node('pm-incr', memory_mb=4096)
     fleet(node)
     engine = sa.create_engine(placement_db_url)
-    placement_view = view_lib.PlacementView(engine, client=None)
+    placement_view = view_lib.PlacementView(engine)
     placement_view.refresh()
     full_reads = []
     real = database.read_generations
@@ -408,7 +408,7 @@ def test_the_view_reads_a_changed_child_provider_only(fleet, api,
     gpu = api.add_child(node.uuid, node.name + '-gpu', {'VGPU': 1})
     engine = sa.create_engine(placement_db_url)
     try:
-        placement_view = view_lib.PlacementView(engine, client=None)
+        placement_view = view_lib.PlacementView(engine)
         placement_view.refresh()
         assert placement_view.refresh() == 0
         api._json('PUT', '/resource_providers/%s/inventories/VGPU' % gpu,

@@ -20,7 +20,7 @@ def _provider(uuid, vcpus, used=0):
 
 def _load(providers, children=()):
     """A view of ``providers`` (roots) and ``children``, no database."""
-    view = view_lib.PlacementView(engine=None, client=None)
+    view = view_lib.PlacementView(engine=None)
     view.table = pc.ProviderTable(providers)
     view.children = pc.ProviderTable(children)
     view.forest = trees.Forest(view.table, view.children)
