@@ -4,8 +4,6 @@ differential test against a real Placement is in tests/functional.)"""
 
 import uuid
 
-import pytest
-
 from scheduler.placement import candidates as pc
 from scheduler.placement import query
 
@@ -33,20 +31,6 @@ def test_query_parameters():
         member_of=(frozenset({AGG['agg1'], AGG['agg2']}),),
         forbidden_aggregates=frozenset({AGG['agg3'], AGG['agg4'],
                                         AGG['agg5']}))
-
-
-@pytest.mark.parametrize('params', [
-    {},
-    {'resources': 'VCPU'},
-    {'resources': 'VCPU:x'},
-    {'resources': 'VCPU:0'},
-    {'resources': 'VCPU:1', 'required': 'CUSTOM_A,!CUSTOM_A'},
-    {'resources': 'VCPU:1', 'required': ['in:CUSTOM_A,CUSTOM_B',
-                                         '!CUSTOM_A,!CUSTOM_B']},
-])
-def test_what_placement_refuses_is_refused(params):
-    with pytest.raises(ValueError):
-        _group(params)
 
 
 def test_capacity_units_steps_traits_and_aggregates():
