@@ -1,9 +1,10 @@
 """``scheduler-replay``: drive the scheduler with a public VM trace.
 
 ``scheduler-replay`` with no option replays the shipped Azure slice on a
-generated fleet against a scheduler service embedded in this process and
-prints a table of figures.  The scheduler's own settings come from the
-usual ``--config-file``; the replay's options (``--trace``, ``--limit``,
+generated fleet against an embedded scheduler service (a process of its
+own, on an in-memory broker) and prints a table of figures.  The
+scheduler's own settings come from the usual ``--config-file``; the
+replay's options (``--trace``, ``--limit``,
 ``--fleet``, ``--hosts``, ``--hosts-factor``, ``--host-shape``,
 ``--seed``, ``--speed``, ``--compare``, ``--output``, ``--plot``,
 ``--placements``, ``--transport-url``, ``--database-connection``,

@@ -3,10 +3,12 @@
 Two deployments:
 
 embedded (the default)
-    The scheduler service runs in this process (``SchedulerService``) on
-    the real rabbit driver over an in-memory broker (``broker``: kombu's
-    in-memory transport whose consumers wait instead of polling), with a
-    temporary SQLite file as its database unless
+    The scheduler service (``SchedulerService``) runs in a process of
+    its own, forked once the database is seeded (``embedded``), on the
+    real rabbit driver over an in-memory broker in that process
+    (``broker``: kombu's in-memory transport whose consumers wait
+    instead of polling), which the replay reaches over a pipe; the
+    database is a temporary SQLite file unless
     ``--database-connection`` names another.  Its RPC server runs
     ``EMBEDDED_POOL_SIZE`` threads unless ``[DEFAULT]
     executor_thread_pool_size`` is configured, and releases deleted
@@ -88,7 +90,6 @@ from scheduler import context as scheduler_context
 from scheduler import objects
 from scheduler import rpc
 from scheduler import rpcapi
-from scheduler import service
 from scheduler.conf import CONF
 from scheduler.db import api as db
 from scheduler.db import migration
@@ -97,6 +98,7 @@ from scheduler_tools import seed
 from scheduler_tools.replay import agent
 from scheduler_tools.replay import broker
 from scheduler_tools.replay import capacity as capacity_mod
+from scheduler_tools.replay import embedded
 from scheduler_tools.replay import fleet
 from scheduler_tools.replay import metrics
 from scheduler_tools.replay import policies
@@ -120,7 +122,7 @@ EMBEDDED_TRANSPORT_URL = broker.URL
 SHM_DIR = '/dev/shm'
 HEARTBEAT_INTERVAL_S = 10.0
 # Threads of the embedded service's RPC server (oslo.messaging's default
-# is 64): they share this process's interpreter lock, so more of them only
+# is 64): they share their process's interpreter lock, so more of them only
 # contend for it (4,000 VMs of the Azure trace on 1,121 nodes: 64 threads
 # take about 40% longer).
 EMBEDDED_POOL_SIZE = 4
@@ -380,31 +382,37 @@ class Deployment:
         return self.ctx
 
     def start(self):
-        """Make the transport; embedded, start the service too."""
-        url = self.settings.transport_url or EMBEDDED_TRANSPORT_URL
-        broker.register()
-        self.transport = rpc.get_transport(self.conf, url=url)
+        """Embedded, start the service (``embedded.ServiceProcess``);
+        make the transport and return a SchedulerAPI on it."""
+        url = self.settings.transport_url
         if self.settings.embedded:
-            self.conf.set_override('transport_url', url)
-            self.conf.set_override('heartbeat_timeout_threshold', 0,
-                                   'oslo_messaging_rabbit')
-            self.conf.set_override('random_seed', self.settings.random_seed,
-                                   'scheduler')
-            _set_pool_size_default(self.conf, EMBEDDED_POOL_SIZE)
-            self.conf.set_default('claim_release_delay',
-                                  EMBEDDED_RELEASE_DELAY_S, 'scheduler')
-            self.service = service.SchedulerService(self.transport)
-            self.service.start()
+            self._configure_embedded()
+            self.service = embedded.ServiceProcess().start()
+            url = broker.PIPE_URL
+        self.transport = rpc.get_transport(self.conf, url=url)
         return rpcapi.SchedulerAPI(self.transport,
                                    timeout=self.settings.call_timeout)
 
+    def _configure_embedded(self):
+        """The embedded service's settings (its process inherits them)."""
+        _register_messaging_opts(self.conf)
+        self.conf.set_override('transport_url', EMBEDDED_TRANSPORT_URL)
+        self.conf.set_override('heartbeat_timeout_threshold', 0,
+                               'oslo_messaging_rabbit')
+        self.conf.set_override('random_seed', self.settings.random_seed,
+                               'scheduler')
+        self.conf.set_default('executor_thread_pool_size',
+                              EMBEDDED_POOL_SIZE)
+        self.conf.set_default('claim_release_delay',
+                              EMBEDDED_RELEASE_DELAY_S, 'scheduler')
+
     def stop(self):
-        if self.service is not None:
-            self.service.stop()
-            self.service = None
         if self.transport is not None:
             self.transport.cleanup()
             self.transport = None
+        if self.service is not None:
+            self.service.stop()
+            self.service = None
 
     def __enter__(self):
         self.open_database()
@@ -417,16 +425,13 @@ class Deployment:
             shutil.rmtree(self._tempdir, ignore_errors=True)
 
 
-def _set_pool_size_default(conf, size):
-    """Make ``size`` the default of oslo.messaging's ``[DEFAULT]
-    executor_thread_pool_size`` (registering the option as the library
-    lists it), so that a configuration file still overrides it."""
-    if 'executor_thread_pool_size' not in conf:
-        for group, opts in messaging_opts.list_opts():
-            conf.register_opts([opt for opt in opts
-                                if opt.dest == 'executor_thread_pool_size'],
-                               group=None if group == 'DEFAULT' else group)
-    conf.set_default('executor_thread_pool_size', size)
+def _register_messaging_opts(conf):
+    """Register oslo.messaging's options as the library lists them (a
+    transport registers its own only when it is made), so that the
+    embedded service's settings can be made before its process makes
+    one; a configuration file still overrides the defaults set."""
+    for group, opts in messaging_opts.list_opts():
+        conf.register_opts(opts, group=None if group == 'DEFAULT' else group)
 
 
 class Heartbeat:
@@ -563,10 +568,10 @@ def run(settings):
         capacity = capacity_mod.FleetCapacity.from_nodes(agents.ordered)
         mix = capacity_mod.FlavorMix.from_requests(requests)
         trace_bound = announce(requests, capacity)
+        agents.api = deployment.start()   # before any thread: it forks
         with _reference_runs(requests, capacity, mix,
                              settings.compare) as references:
             with Heartbeat(ctx):
-                agents.api = deployment.start()
                 summary, ledger = _replay(ctx, agents, requests, capacity,
                                           mix, settings)
             summary['trace_bound'] = trace_bound

@@ -1,8 +1,10 @@
 """The replay's settings: fleet sizing, host shapes, warnings, the
-embedded deployment's broker and thread pool, log levels."""
+embedded deployment's broker (and its pipe) and thread pool, log
+levels."""
 
 import io
 import logging
+import multiprocessing
 import socket
 import subprocess
 import sys
@@ -105,11 +107,13 @@ def test_announce_prints_the_bound_of_the_trace():
 
 # -- the embedded deployment -------------------------------------------------
 
-def test_pool_size_default_yields_to_the_configuration():
+def test_messaging_defaults_yield_to_the_configuration():
     conf = cfg.ConfigOpts()
-    runner._set_pool_size_default(conf, 4)
+    runner._register_messaging_opts(conf)
+    conf.set_default('executor_thread_pool_size', 4)
     conf([])
     assert conf.executor_thread_pool_size == 4
+    assert conf.oslo_messaging_rabbit.heartbeat_timeout_threshold == 60
     conf.set_override('executor_thread_pool_size', 16)
     assert conf.executor_thread_pool_size == 16
 
@@ -132,6 +136,72 @@ def test_broker_consumers_wait_for_a_publication():
             connection.drain_events(timeout=10)
             timer.join()
     assert received == ['hello']
+
+
+@pytest.fixture
+def hub():
+    """A Hub serving one end of a pipe from a thread; the
+    PipeTransport connected to the other end."""
+    broker.register()
+    replay_end, hub_end = multiprocessing.Pipe()
+    serving = threading.Thread(target=broker.Hub(hub_end).serve)
+    serving.start()
+    broker.connect(replay_end)
+    yield
+    broker.disconnect()
+    serving.join(10)
+    assert not serving.is_alive()
+    replay_end.close()
+    hub_end.close()
+
+
+def _consume_one(url, queue):
+    """The body of the next message of ``queue`` on ``url``'s broker."""
+    received = []
+    with kombu.Connection(url) as connection:
+        with connection.Consumer(queue, callbacks=[
+                lambda body, message: received.append(body)]):
+            connection.drain_events(timeout=10)
+    return received
+
+
+def test_the_pipe_routes_publications_with_the_hubs_bindings(hub):
+    queue = kombu.Queue('pipe-in', kombu.Exchange('pipe-in', 'topic'),
+                        'scheduler.*')
+    with kombu.Connection('%s://' % broker.ALIAS) as connection:
+        queue(connection.default_channel).declare()
+    with kombu.Connection('%s://' % broker.PIPE_ALIAS) as connection:
+        connection.Producer().publish(
+            {'method': 'select_destinations'}, exchange=queue.exchange,
+            routing_key='scheduler.host-1', declare=[queue.exchange])
+    assert _consume_one('%s://' % broker.ALIAS, queue) == [
+        {'method': 'select_destinations'}]
+
+
+def test_the_hub_sends_the_queues_the_replay_consumes(hub):
+    queue = kombu.Queue('pipe-reply', kombu.Exchange('pipe-reply'),
+                        'pipe-reply')
+    received = []
+    with kombu.Connection('%s://' % broker.PIPE_ALIAS) as connection:
+        with connection.Consumer(queue, callbacks=[
+                lambda body, message: received.append(body)]):
+            with pytest.raises(socket.timeout):
+                connection.drain_events(timeout=0.05)
+            with kombu.Connection('%s://' % broker.ALIAS) as hub_side:
+                hub_side.Producer().publish(
+                    {'result': 'ok'}, exchange=queue.exchange,
+                    routing_key='pipe-reply')
+            connection.drain_events(timeout=10)
+    assert received == [{'result': 'ok'}]
+    assert broker.Channel.queues['pipe-reply'].qsize() == 0
+
+
+def test_a_closed_pipe_is_a_clear_error():
+    broker.register()
+    with kombu.Connection('%s://' % broker.PIPE_ALIAS) as connection:
+        with pytest.raises(ConnectionError, match='not connected'):
+            connection.Producer().publish(
+                'lost', exchange='', routing_key='nowhere')
 
 
 # -- log levels --------------------------------------------------------------
