@@ -88,8 +88,15 @@ class _Link:
         with self._lock:
             self.conn.send(operation)
 
-    def recv(self):
-        return self.conn.recv()
+    def operations(self):
+        """Yield ``(operation, args)`` as received, until the other end
+        closes the pipe."""
+        while True:
+            try:
+                operation, *args = self.conn.recv()
+            except (EOFError, OSError):
+                return
+            yield operation, args
 
 
 class Channel(memory.Channel):
@@ -171,11 +178,7 @@ class Hub:
         """Apply the operations received until ``close`` or the end of
         the pipe; one that fails is logged and the next one applied."""
         try:
-            while True:
-                try:
-                    operation, *args = self._link.recv()
-                except (EOFError, OSError):
-                    return
+            for operation, args in self._link.operations():
                 if operation == 'close':
                     self._link.send('closed')
                     return
@@ -294,11 +297,7 @@ def connect(conn):
 
 
 def _receive(link):
-    while True:
-        try:
-            operation, *args = link.recv()
-        except (EOFError, OSError):
-            return
+    for operation, args in link.operations():
         if operation == 'closed':
             return
         if operation == 'deliver':
