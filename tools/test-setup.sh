@@ -20,7 +20,13 @@
 #    openstack-placement==$SCHEDULER_PLACEMENT_VERSION (default 16.0.0) in
 #    $SCHEDULER_PLACEMENT_VENV (default
 #    ~/.cache/scheduler-tests/placement-<version>);
-#    SCHEDULER_SKIP_PLACEMENT_VENV=1 skips it.
+#    SCHEDULER_SKIP_PLACEMENT_VENV=1 skips it.  The Nova venv also holds
+#    gunicorn, which serves Nova's API in tests/functional/test_real_nova.py;
+#    that test's image service is Glance from PyPI, in a venv of its own too:
+#    glance==$SCHEDULER_GLANCE_VERSION (default 33.0.0) with gunicorn and
+#    psycopg2-binary in $SCHEDULER_GLANCE_VENV (default
+#    ~/.cache/scheduler-tests/glance-<version>);
+#    SCHEDULER_SKIP_GLANCE_VENV=1 skips it.
 # 3. Installs this repository (the distribution
 #    openstack-standalone-scheduler) editable with its test and tools
 #    extras (python3 -m pip install -e '.[test,tools]': the tests run
@@ -224,8 +230,8 @@ CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/scheduler-tests
 NOVA_VERSION=${SCHEDULER_NOVA_VERSION:-34.0.0}
 prepare_venv nova SCHEDULER_SKIP_NOVA_VENV \
     "${SCHEDULER_NOVA_VENV:-$CACHE/nova-$NOVA_VERSION}" "$NOVA_VERSION" \
-    'import nova.scheduler.client.query, psycopg2' \
-    "nova==$NOVA_VERSION" psycopg2-binary
+    'import nova.scheduler.client.query, psycopg2, gunicorn' \
+    "nova==$NOVA_VERSION" psycopg2-binary gunicorn
 
 # Placement, served by gunicorn, for the Placement tests (its WSGI module
 # reads its configuration on import: only looked up here).
@@ -236,6 +242,15 @@ prepare_venv placement SCHEDULER_SKIP_PLACEMENT_VENV \
     'import importlib.util, sys, psycopg2
 sys.exit(importlib.util.find_spec("placement.wsgi.api") is None)' \
     "openstack-placement==$PLACEMENT_VERSION" gunicorn psycopg2-binary
+
+# Glance, the image service of the real Nova control plane
+# (tests/functional/test_real_nova.py), served by gunicorn.
+GLANCE_VERSION=${SCHEDULER_GLANCE_VERSION:-33.0.0}
+prepare_venv glance SCHEDULER_SKIP_GLANCE_VENV \
+    "${SCHEDULER_GLANCE_VENV:-$CACHE/glance-$GLANCE_VERSION}" \
+    "$GLANCE_VERSION" \
+    'import glance.common.wsgi_app, glance_store, gunicorn, psycopg2' \
+    "glance==$GLANCE_VERSION" gunicorn psycopg2-binary
 
 # --- Python side -----------------------------------------------------------
 
