@@ -48,6 +48,12 @@ HOST_ROOM_MB = 16384
 FILTERS = ['ComputeFilter', 'ComputeCapabilitiesFilter',
            'ImagePropertiesFilter', 'ServerGroupAntiAffinityFilter',
            'ServerGroupAffinityFilter']
+# Both schedulers: Nova 34's default filters and weighers, one host per
+# choice, and a soft group's members weighing more than the RAM
+# weigher's spreading (at 1.0 each, the two normalised weights tie).
+FILTER_SCHEDULER = {'enabled_filters': FILTERS, 'host_subset_size': 1,
+                    'soft_affinity_weight_multiplier': 2.0,
+                    'soft_anti_affinity_weight_multiplier': 2.0}
 START_TIMEOUT = 180
 WAIT_TIMEOUT = 120
 GLANCE_VERSION = os.environ.get('SCHEDULER_GLANCE_VERSION', '33.0.0')
@@ -210,11 +216,12 @@ class NovaCloud:
         return self
 
     def close(self):
-        """Stop every process (newest first), drop the vhosts and the
-        databases; the directory and its logs stay."""
+        """Stop every process, drop the vhosts and the databases; the
+        directory and its logs stay."""
         self.stop_scheduler()
-        for service in reversed(list(self.services.values())):
-            service.stop()
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda service: service.stop(),
+                          self.services.values()))
         for vhost in self.vhosts:
             try:
                 self.rabbitmq.ctl('delete_vhost', vhost)
@@ -345,7 +352,7 @@ class NovaCloud:
         ``groups``; its path."""
         conf = {
             'DEFAULT': {'debug': True, 'transport_url': transport,
-                        'my_ip': '127.0.0.1',
+                        'my_ip': '127.0.0.1', 'graceful_shutdown_timeout': 5,
                         'state_path': os.path.join(self.workdir, name),
                         'heal_instance_info_cache_interval': -1},
             'placement': {'auth_type': 'admin_token', 'token': 'admin',
@@ -459,23 +466,25 @@ class NovaCloud:
         """The nova-compute Service of ``host`` (stop, start, kill)."""
         return self.services['nova-compute-' + host]
 
+    def _registered(self, cell):
+        """The hosts with a compute node in ``cell``'s database."""
+        engine = sa.create_engine(self.nova_dbs.urls[cell],
+                                  poolclass=sa.pool.NullPool)
+        try:
+            with engine.connect() as connection:
+                return set(connection.execute(sa.text(
+                    'SELECT host FROM compute_nodes WHERE deleted = 0'
+                )).scalars())
+        finally:
+            engine.dispose()
+
     def _discover(self):
         """Wait for the computes' nodes, then map them to their cells."""
-        hosts = {'cell1': CELL1_HOSTS, 'cell2': CELL2_HOSTS}
-        for cell, names in hosts.items():
-            engine = sa.create_engine(self.nova_dbs.urls[cell],
-                                      poolclass=sa.pool.NullPool)
-            try:
-                def registered():
-                    with engine.connect() as connection:
-                        found = set(connection.execute(sa.text(
-                            'SELECT host FROM compute_nodes WHERE deleted = 0'
-                        )).scalars())
-                    return found >= set(names)
-                wait_for(registered, '%s compute nodes' % cell,
-                         timeout=START_TIMEOUT, check=self.check)
-            finally:
-                engine.dispose()
+        for cell, hosts in (('cell1', CELL1_HOSTS), ('cell2', CELL2_HOSTS)):
+            wait_for(lambda cell=cell, hosts=hosts:
+                     self._registered(cell) >= set(hosts),
+                     '%s compute nodes' % cell, timeout=START_TIMEOUT,
+                     check=self.check)
         self.manage('cell_v2', 'discover_hosts')
 
     # -- the schedulers ----------------------------------------------------
@@ -499,8 +508,8 @@ class NovaCloud:
             ('placement', 'auth_type'): 'admin_token',
             ('placement', 'token'): 'admin',
             ('placement', 'endpoint'): self.placement.url,
-            ('filter_scheduler', 'enabled_filters'): FILTERS,
-            ('filter_scheduler', 'host_subset_size'): 1,
+            **{('filter_scheduler', name): value
+               for name, value in FILTER_SCHEDULER.items()},
         }
         self.scheduler = Deployment(self.scheduler_db, 'process',
                                     self.transport['top'], directory,
@@ -521,9 +530,7 @@ class NovaCloud:
         conf = self._control_conf(
             'nova-scheduler', self.transport['top'],
             self.nova_dbs.urls['cell0'],
-            scheduler={'workers': 1},
-            filter_scheduler={'enabled_filters': FILTERS,
-                              'host_subset_size': 1})
+            scheduler={'workers': 1}, filter_scheduler=FILTER_SCHEDULER)
         name = 'nova-scheduler'
         if name not in self.services:
             self._service(name, [self._nova_bin('nova-scheduler'),

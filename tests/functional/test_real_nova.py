@@ -24,6 +24,7 @@ import time
 import pytest
 from nova_cloud import CELL1_HOSTS
 from nova_cloud import CELL2_HOSTS
+from nova_cloud import CloudError
 from nova_cloud import NovaCloud
 from nova_cloud import wait_for
 
@@ -121,7 +122,7 @@ def test_03_impossible_flavor(cloud):
     refused(cloud, reply['server']['id'], request_id)
 
 
-# -- 4: server groups ------------------------------------------------------------
+# -- 4: server groups ---------------------------------------------------------
 
 def test_04a_affinity(cloud):
     hints = {'group': group(cloud, 'affinity')}
@@ -150,13 +151,19 @@ def test_04c_soft_affinity_in_one_request(cloud):
 
 
 def test_04d_soft_anti_affinity_in_one_request(cloud):
+    """Two hosts hold a server already: the RAM weigher alone would put
+    the three members on the third."""
+    for host in CELL1_HOSTS[1:]:
+        reply, request_id = cloud.boot('rn-load', 'medium', host=host)
+        assert placed(cloud, reply['server']['id'], request_id,
+                      'medium') == host
     hints = {'group': group(cloud, 'soft-anti-affinity')}
     server_ids, request_id = boot_many(cloud, 'rn-soft-anti', 3, hints=hints)
     hosts = [placed(cloud, s, request_id) for s in server_ids]
     assert sorted(hosts) == sorted(CELL1_HOSTS)
 
 
-# -- 5, 6: zones and disabled hosts ----------------------------------------------
+# -- 5, 6: zones and disabled hosts -------------------------------------------
 
 def zone_of(cloud, name, host):
     """An aggregate that makes ``host`` the zone ``name``; its id."""
@@ -195,3 +202,252 @@ def test_06_disabled_host_avoided(cloud):
         assert hosts and host not in hosts
     finally:
         cloud.set_service(host, status='enabled')
+
+
+# -- 7 to 12: moves and image changes -----------------------------------------
+
+def boot_one(cloud, name, flavor='tiny'):
+    """A server placed and checked; ``(server id, host)``."""
+    reply, request_id = cloud.boot(name, flavor)
+    server_id = reply['server']['id']
+    return server_id, placed(cloud, server_id, request_id, flavor)
+
+
+def moved(cloud, server_id, request_id, source, flavor='tiny',
+          status='ACTIVE'):
+    """Check a move decided by ``request_id``: the server on another
+    host than ``source``, its allocations there only; its host."""
+    host = placed(cloud, server_id, request_id, flavor, status)
+    assert host != source
+    return host
+
+
+def test_07_resize(cloud):
+    server_id, source = boot_one(cloud, 'rn-resize')
+    request_id = cloud.action(server_id, {'resize': {
+        'flavorRef': cloud.flavors['small']['id']}})
+    host = moved(cloud, server_id, request_id, source, 'small',
+                 'VERIFY_RESIZE')
+    cloud.action(server_id, {'confirmResize': None}, expected=(204,))
+    cloud.wait_server(server_id, 'ACTIVE')
+    assert cloud.allocations(server_id) == {host: resources(cloud, 'small')}
+
+
+def test_08_cold_migrate(cloud):
+    server_id, source = boot_one(cloud, 'rn-migrate')
+    request_id = cloud.action(server_id, {'migrate': None})
+    host = moved(cloud, server_id, request_id, source,
+                 status='VERIFY_RESIZE')
+    cloud.action(server_id, {'confirmResize': None}, expected=(204,))
+    cloud.wait_server(server_id, 'ACTIVE')
+    assert cloud.allocations(server_id) == {host: resources(cloud, 'tiny')}
+
+
+def test_09_live_migrate(cloud):
+    server_id, source = boot_one(cloud, 'rn-live')
+    request_id = cloud.action(server_id, {'os-migrateLive': {
+        'host': None, 'block_migration': 'auto'}})
+    host = moved(cloud, server_id, request_id, source)
+    target = next(h for h in CELL1_HOSTS if h not in (source, host))
+    request_id = cloud.action(server_id, {'os-migrateLive': {
+        'host': target, 'block_migration': 'auto'}})
+    assert moved(cloud, server_id, request_id, host) == target
+
+
+def force_up(cloud, host):
+    try:
+        return cloud.set_service(host, forced_down=False)
+    except CloudError as error:
+        if 'evacuation migration records remain' in str(error):
+            return None
+        raise
+
+
+def test_10_evacuate(cloud):
+    server_id, source = boot_one(cloud, 'rn-evacuate')
+    compute = cloud.compute(source)
+    compute.stop()
+    cloud.set_service(source, forced_down=True)
+    try:
+        request_id = cloud.action(server_id, {'evacuate': {}},
+                                  expected=(200,))
+        server = cloud.wait_server(server_id, 'ACTIVE')
+        host = cloud.host_of(server)
+        assert host != source
+        assert cloud.decision(request_id)[server_id][:2] == (host, host)
+        # The source's allocation stays until its compute cleans up.
+        assert cloud.allocations(server_id)[host] == resources(cloud, 'tiny')
+    finally:
+        compute.start()
+        # Nova refuses to force a host up until its restarted compute
+        # has completed the evacuation's migration.
+        wait_for(lambda: force_up(cloud, source), '%s forced up' % source)
+    wait_for(lambda: cloud.allocations(server_id) == {
+        host: resources(cloud, 'tiny')}, 'the source allocation released')
+    wait_for(lambda: cloud.api.get('/os-services?host=%s&binary=nova-compute'
+                                   % source)['services'][0]['state'] == 'up',
+             '%s up again' % source)
+
+
+def test_11_shelve_offload_unshelve(cloud):
+    server_id, _ = boot_one(cloud, 'rn-shelve')
+    cloud.action(server_id, {'shelve': None})
+    cloud.wait_server(server_id, 'SHELVED')
+    cloud.action(server_id, {'shelveOffload': None})
+    cloud.wait_server(server_id, 'SHELVED_OFFLOADED')
+    assert cloud.allocations(server_id) == {}
+    request_id = cloud.action(server_id, {'unshelve': None})
+    assert placed(cloud, server_id, request_id) in CELL1_HOSTS
+
+
+def test_12_rebuild_with_a_new_image(cloud):
+    server_id, host = boot_one(cloud, 'rn-rebuild')
+    request_id = cloud.action(server_id, {'rebuild': {
+        'imageRef': cloud.images[1]}})
+    server = cloud.wait_server(server_id, 'ACTIVE')
+    assert server['image']['id'] == cloud.images[1]
+    assert placed(cloud, server_id, request_id) == host
+
+
+# -- 13, 14: capacity ---------------------------------------------------------
+
+def room(cloud, flavor, hosts=CELL1_HOSTS):
+    """How many more servers of ``flavor`` Placement lets ``hosts`` take
+    (memory decides: the fake nodes have vCPUs and disk to spare)."""
+    ram = cloud.flavors[flavor]['ram']
+    return sum((cloud.capacity(h) - cloud.usage(h).get('MEMORY_MB', 0)) //
+               ram for h in hosts)
+
+
+def test_13_delete_then_refill(cloud):
+    server_ids, request_id = boot_many(cloud, 'rn-fill', len(CELL1_HOSTS),
+                                       'big')
+    hosts = {placed(cloud, s, request_id, 'big'): s for s in server_ids}
+    assert sorted(hosts) == sorted(CELL1_HOSTS)
+    assert room(cloud, 'big') == 0
+    freed = CELL1_HOSTS[1]
+    cloud.delete_servers([hosts[freed]])
+    wait_for(lambda: not cloud.usage(freed).get('MEMORY_MB'),
+             'the usage of %s back to 0' % freed)
+    reply, request_id = cloud.boot('rn-refill', 'big')
+    assert placed(cloud, reply['server']['id'], request_id, 'big') == freed
+
+
+class UsageWatch(threading.Thread):
+    """Samples every cell1 provider's memory usage until stopped; the
+    samples over capacity are ``overcommits``."""
+
+    def __init__(self, cloud):
+        super().__init__(daemon=True)
+        self.cloud = cloud
+        self.capacity = {h: cloud.capacity(h) for h in CELL1_HOSTS}
+        self.overcommits = []
+        self.samples = 0
+        self.done = threading.Event()
+
+    def run(self):
+        while not self.done.is_set():
+            for host, capacity in self.capacity.items():
+                used = self.cloud.usage(host).get('MEMORY_MB', 0)
+                if used > capacity:
+                    self.overcommits.append((host, used, capacity))
+            self.samples += 1
+            self.done.wait(0.2)
+
+    def stop(self):
+        self.done.set()
+        self.join(30)
+
+
+def race(cloud, name, flavor='medium', extra=3):
+    """More concurrent boots of ``flavor`` than cell1 has room for, with
+    Placement's usages watched; checks that exactly the room was filled,
+    the other servers refused with NoValidHost, and no overcommit.
+    Returns ``{server id: (request id, server)}``."""
+    slots = room(cloud, flavor)
+    assert slots > 0
+    watch = UsageWatch(cloud)
+    watch.start()
+    try:
+        with concurrent.futures.ThreadPoolExecutor(slots + extra) as pool:
+            boots = list(pool.map(lambda n: cloud.boot(
+                '%s-%d' % (name, n), flavor), range(slots + extra)))
+        servers = {reply['server']['id']: (request_id, cloud.wait_server(
+            reply['server']['id'], ('ACTIVE', 'ERROR')))
+            for reply, request_id in boots}
+    finally:
+        watch.stop()
+    assert watch.samples and not watch.overcommits, watch.overcommits
+    active = [s for s, (_, server) in servers.items()
+              if server['status'] == 'ACTIVE']
+    assert len(active) == slots, (slots, len(active))
+    for _, server in servers.values():
+        if server['status'] == 'ERROR':
+            assert 'No valid host' in server['fault']['message']
+    assert room(cloud, flavor) == 0
+    return servers
+
+
+def test_14_concurrent_boots_race_for_the_last_slots(cloud):
+    servers = race(cloud, 'rn-race')
+    for server_id, (request_id, server) in servers.items():
+        if server['status'] == 'ACTIVE':
+            placed(cloud, server_id, request_id, 'medium')
+        else:
+            refused(cloud, server_id, request_id)
+
+
+# -- 15: the second cell ------------------------------------------------------
+
+def test_15_second_cell(cloud):
+    [host] = CELL2_HOSTS
+    cloud.set_service(host, status='enabled')
+    aggregate = zone_of(cloud, 'rn-cell2', host)
+    try:
+        reply, request_id = cloud.boot('rn-cell2',
+                                       availability_zone='rn-cell2')
+        server_id = reply['server']['id']
+        assert placed(cloud, server_id, request_id) == host
+        verified = cloud.manage('cell_v2', 'verify_instance', '--uuid',
+                                server_id)
+        assert cloud.cells['cell2'] in verified, verified
+    finally:
+        drop_zone(cloud, aggregate, host)
+        cloud.set_service(host, status='disabled')
+
+
+# -- 16: switching over to Nova's scheduler and back --------------------------
+
+def test_16_switch_over(cloud):
+    timings = {}
+    started = time.monotonic()
+
+    def lap(name):
+        nonlocal started
+        now = time.monotonic()
+        timings[name] = round(now - started, 1)
+        started = now
+
+    cloud.start_nova_scheduler()
+    lap('nova-scheduler started')
+    race(cloud, 'rn-both')
+    lap('race with both schedulers')
+    cloud.delete_servers()
+    lap('deleted')
+    cloud.stop_scheduler()
+    lap('scheduler-service stopped')
+    first = cloud.boot('rn-nova-alone')[0]['server']['id']
+    second = cloud.boot('rn-nova-alone')[0]['server']['id']
+    for server_id in (first, second):
+        server = cloud.wait_server(server_id, 'ACTIVE')
+        assert cloud.allocations(server_id) == {
+            cloud.host_of(server): resources(cloud, 'tiny')}
+    cloud.delete_servers([first])
+    lap('nova-scheduler alone: two boots and a delete')
+    cloud.services['nova-scheduler'].stop()
+    cloud.start_scheduler()
+    lap('nova-scheduler stopped, scheduler-service started')
+    reply, request_id = cloud.boot('rn-back')
+    assert placed(cloud, reply['server']['id'], request_id) in CELL1_HOSTS
+    lap('a boot with scheduler-service again')
+    print('switch-over timings (s): %s' % timings)
