@@ -18,6 +18,8 @@ then alone, then this one again.
 """
 
 import concurrent.futures
+import shutil
+import tempfile
 import threading
 import time
 
@@ -32,17 +34,25 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope='module')
-def cloud(rabbitmq_server, postgresql_url, module_placement,
-          tmp_path_factory):
-    workdir = tmp_path_factory.mktemp('real-nova')
-    print('real Nova cloud logs in %s' % workdir)
+def cloud(request, rabbitmq_server, postgresql_url, module_placement):
+    """The cloud; its directory (configurations, every process's log)
+    is removed when every step passed, and kept otherwise."""
+    failed = request.session.testsfailed
+    workdir = tempfile.mkdtemp(prefix='scheduler-real-nova-')
     cloud = NovaCloud(rabbitmq_server, postgresql_url, module_placement,
                       workdir)
     try:
         cloud.start()
-        yield cloud
-    finally:
+    except BaseException:
         cloud.close()
+        print('\nthe real Nova cloud\'s logs: %s' % workdir)
+        raise
+    yield cloud
+    cloud.close()
+    if request.session.testsfailed == failed:
+        shutil.rmtree(workdir, ignore_errors=True)
+    else:
+        print('\nthe real Nova cloud\'s logs: %s' % workdir)
 
 
 @pytest.fixture(autouse=True)
