@@ -429,13 +429,14 @@ def test_15_second_cell(cloud):
 # -- 16: switching over to Nova's scheduler and back --------------------------
 
 def test_16_switch_over(cloud):
-    timings = {}
+    timings = {}        # step: seconds, printed as they pass
     started = time.monotonic()
 
     def lap(name):
         nonlocal started
         now = time.monotonic()
         timings[name] = round(now - started, 1)
+        print('switch-over: %s in %.1f s' % (name, timings[name]))
         started = now
 
     cloud.start_nova_scheduler()
@@ -460,4 +461,3 @@ def test_16_switch_over(cloud):
     reply, request_id = cloud.boot('rn-back')
     assert placed(cloud, reply['server']['id'], request_id) in CELL1_HOSTS
     lap('a boot with scheduler-service again')
-    print('switch-over timings (s): %s' % timings)
