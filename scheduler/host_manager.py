@@ -23,6 +23,7 @@ from scheduler.conf import CONF
 from scheduler.db import source as db_source
 from scheduler.host_state import HostState
 from scheduler.host_table import HostTable
+from scheduler.objects import instance as instance_obj
 from scheduler.view import refresh
 from scheduler.view import tracking
 
@@ -47,6 +48,9 @@ class HostManager:
             self.source, CONF.filter_scheduler.track_instance_changes)
         self.refresher = refresh.Refresher(self.source, self.aggregates,
                                            self.instances, self.state_class)
+        # (HostState, instance uuid) that ``consume`` added to the
+        # state's instances since the last refresh.
+        self._placed: list[tuple[HostState, str]] = []
         self.aggregates.set_hosts(self.source.compute_node_get_hosts(context))
         self.aggregates.load(context, self.source)
         if self.instances.track:
@@ -86,6 +90,7 @@ class HostManager:
         or disabled services are kept: only ComputeFilter removes them.
         """
         with self.lock:
+            self._placed = []
             return self.refresher.refresh(context)
 
     # -- aggregates --------------------------------------------------------
@@ -143,12 +148,30 @@ class HostManager:
 
     # -- consumption -------------------------------------------------------
 
-    def consume(self, state: HostState, spec_obj: Any) -> None:
+    def consume(self, state: HostState, spec_obj: Any,
+                instance_uuid: str | None = None) -> None:
         """``state.consume_from_request(spec_obj)``, keeping the table
-        current."""
+        current.  With ``instance_uuid``, the instance also counts among
+        the host's instances from now on, as Nova's filter scheduler adds
+        it when it consumes the selected host (Mitaka onwards): the
+        server group filters and the soft-(anti-)affinity weighers of
+        the request's next instances count it.  It stays until the
+        host's instances are read or reported again, unless the
+        consumption is forgotten before the next refresh.  An instance
+        that already runs on a host (a move: one instance per request)
+        is not added: its host is the move's source
+        (``scheduler.moves``)."""
         with self.lock:
             state.consume_from_request(spec_obj)
-            self.table.sync([state])
+            synced = [state]
+            if instance_uuid and not len(
+                    self.table.rows_with_instance(instance_uuid)):
+                state.instances[instance_uuid] = instance_obj.Instance(
+                    uuid=instance_uuid, host=state.host)
+                self._placed.append((state, instance_uuid))
+                # The nodes of a host share its instances.
+                synced = self.refresher.states_of([state.host])
+            self.table.sync(synced)
 
     def keep_consumption(self, states: Iterable[HostState]) -> None:
         """Mark the consumption of ``states`` as newer than the claims just
@@ -167,7 +190,23 @@ class HostManager:
             states = list(states)
             for state in states:
                 state.updated = None
+            self._forget_placed(states)
             self.refresher.reread(states)
+
+    def _forget_placed(self, states: list[HostState]) -> None:
+        """Drop the instances ``consume`` added to ``states`` since the
+        last refresh (their request did not keep them)."""
+        ids = {id(state) for state in states}
+        kept = []
+        for state, uuid in self._placed:
+            if id(state) in ids:
+                state.instances.pop(uuid, None)
+            else:
+                kept.append((state, uuid))
+        if len(kept) < len(self._placed):
+            self._placed = kept
+            self.table.sync(self.refresher.states_of(
+                {state.host for state in states}))
 
 
 def load(context: Any) -> HostManager:

@@ -45,6 +45,7 @@ from scheduler.objects import base as objects_base
 from scheduler.objects import instance as instance_obj
 from scheduler.objects import request_spec as request_spec_obj
 from scheduler.objects import selection as selection_obj
+from scheduler.observability import decision_log
 from scheduler.observability import metrics
 
 LOG = logging.getLogger(__name__)
@@ -199,9 +200,14 @@ class SchedulerManager:
                 metrics.no_valid_host()     # by the filter that caused it
                 raise
 
+        started = time.perf_counter()
         try:
             selections = deadline.run(CONF.scheduler.decision_timeout,
                                       decide)
+        except exception.NoValidHost as exc:
+            decision_log.refused(ctxt, spec_obj, instance_uuids, exc,
+                                 time.perf_counter() - started)
+            raise
         except (db_exc.DBError, sa_exc.DBAPIError) as exc:
             # oslo.db translates DBAPI errors into DBError, but not those
             # raised while connecting under SQLAlchemy 2.1 (its
@@ -209,6 +215,8 @@ class SchedulerManager:
             LOG.error('Database error while scheduling: %s', exc)
             raise exception.DatabaseUnavailable(
                 reason=type(exc).__name__) from exc
+        decision_log.selected(ctxt, spec_obj, instance_uuids, selections,
+                              time.perf_counter() - started)
         if return_objects:
             return selections
         return [picks[0].to_dict() for picks in selections]

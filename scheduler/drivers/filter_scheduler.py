@@ -58,6 +58,7 @@ from oslo_log import log as logging
 from oslo_utils import uuidutils
 
 from scheduler import exception
+from scheduler import filters
 from scheduler import live_migration
 from scheduler import notifications
 from scheduler.conf import CONF
@@ -351,7 +352,11 @@ class FilterScheduler(base.Scheduler):
         # random pick's subset and the alternates.
         needed = max(max_hosts, CONF.filter_scheduler.host_subset_size) + num
         realternate = return_alternates and num > 1
+        first_uuid = spec_obj.obj_get('instance_uuid')
         for index in range(num):
+            # Which instance the filters see (Nova sets it per instance:
+            # the anti-affinity filter lets an instance's own host pass).
+            _set_instance_uuid(spec_obj, uuids[index])
             final = index == num - 1 and not realternate
             # Claiming one by one walks the whole ranked list if need be.
             limited = final and not claim_each
@@ -361,7 +366,7 @@ class FilterScheduler(base.Scheduler):
             if not len(ranking):
                 break
             chosen = ranking.first()
-            manager.consume(chosen, spec_obj)
+            manager.consume(chosen, spec_obj, uuids[index])
             if self.placement is not None:
                 self.placement.consume(chosen.uuid)
             group = spec_obj.get('instance_group')
@@ -369,10 +374,18 @@ class FilterScheduler(base.Scheduler):
                 group.add_host(chosen.host)
             selected.append(chosen)
         if len(selected) < num:
+            _set_instance_uuid(spec_obj, first_uuid)
+            if ranking.refusal:
+                filters.log_refusal(spec_obj, ranking.refusal)
             self._release(context, selected, spec_obj, num,
                           uuids[:len(selected)] if claim_each else [])
         if realternate:
+            # The hosts that could take one more instance: none of the
+            # request's instances, each now on its host, is exempted
+            # (nor taken for a move from there).
+            _set_instance_uuid(spec_obj, None)
             ranking.rank(num - 1, pick=False, limit=needed)
+        _set_instance_uuid(spec_obj, first_uuid)
         return selected, ranking
 
     def _place_claiming_each(self, context, spec_obj, uuids,
@@ -509,6 +522,16 @@ def _instance_uuids(spec_obj, instance_uuids, num):
         return list(instance_uuids)
     first = spec_obj.obj_get('instance_uuid') or uuidutils.generate_uuid()
     return [first] + [uuidutils.generate_uuid() for _ in range(num - 1)]
+
+
+def _set_instance_uuid(spec_obj, uuid):
+    """``spec_obj.instance_uuid = uuid`` (unset with None), not recorded
+    as a change."""
+    if uuid is not None:
+        spec_obj.instance_uuid = uuid
+    elif spec_obj.obj_attr_is_set('instance_uuid'):
+        delattr(spec_obj, '_obj_instance_uuid')
+    spec_obj.obj_reset_changes(['instance_uuid'])
 
 
 def _forced(spec_obj):

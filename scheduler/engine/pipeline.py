@@ -29,6 +29,9 @@ from scheduler.weights.weighing import Weighing
 
 LOG = logging.getLogger(__name__)
 
+# How many of the best weighed hosts a DEBUG line lists.
+LOGGED_WEIGHED = 20
+
 
 def enabled_filter_names() -> list[str]:
     """The filter names in use: ``baremetal_enabled_filters`` with
@@ -102,17 +105,18 @@ class Pipeline:
     # -- over the table ------------------------------------------------------
 
     def get_filtered_rows(self, rows: np.ndarray, spec_obj: Any,
-                          index: int = 0) -> tuple[np.ndarray, list]:
+                          index: int = 0) -> filters.Filtered:
         """``get_filtered_hosts`` over ``view.table``: ``rows`` is an intp
-        array of candidate rows.  Returns ``(rows, ran)``: the passing
-        rows and the filters whose ``apply_limits`` the hosts returned
-        need (see ``HostFilterHandler.get_filtered_rows``)."""
+        array of candidate rows.  Returns a ``filters.Filtered``: the
+        passing rows, the filters whose ``apply_limits`` the hosts
+        returned need and the filters' counts (see
+        ``HostFilterHandler.get_filtered_rows``)."""
         table = self.view.table
         if _needs_prefilter(table, spec_obj):
             hosts, forced = prefilter(table.states_at(rows), spec_obj)
             rows = table.rows_of(hosts)
             if forced or not hosts:
-                return rows, []
+                return filters.Filtered(rows, [], [])
         return self.filter_handler.get_filtered_rows(
             self.filters, table, rows, spec_obj, index)
 
@@ -171,6 +175,8 @@ class Ranking:
         # The whole ranking of the last instance, kept (``_may_update``).
         self._weighing: Weighing | None = None
         self._stamp = 0
+        # The filters' counts when the last filtering left no host.
+        self.refusal: list[tuple[str, int, int]] | None = None
 
     @property
     def rows(self) -> np.ndarray:
@@ -195,11 +201,26 @@ class Ranking:
         self._stamp = self.table.stamp
         if not len(self):
             return
+        if LOG.isEnabledFor(logging.DEBUG):
+            self._log_weighed(weights)
         if CONF.filter_scheduler.shuffle_best_same_weighed_hosts:
             self._shuffle_best(weights)
         if pick:
             subset = min(CONF.filter_scheduler.host_subset_size, len(self))
             self._move_to_front(self.pipeline.random.choice(range(subset)))
+
+    def _log_weighed(self, weights):
+        """Log the best weighed hosts with their weights, as Nova's
+        ``Weighed [WeighedHost [host: ..., weight: ...], ...]`` (at most
+        ``LOGGED_WEIGHED`` of them, and how many more)."""
+        shown = min(len(self), LOGGED_WEIGHED)
+        hosts = ', '.join(
+            'WeighedHost [host: %r, weight: %s]' % (state, weight)
+            for state, weight in zip(self.best(shown), weights[:shown],
+                                     strict=True))
+        LOG.debug('Weighed [%s]%s', hosts,
+                  ' and %d more' % (len(self) - shown)
+                  if len(self) > shown else '')
 
     def _changed(self) -> np.ndarray | None:
         """The rows of the hosts changed since the last instance's ranking
@@ -217,9 +238,9 @@ class Ranking:
         """Filter and weigh every candidate; returns the weights, best
         first."""
         pipeline = self.pipeline
-        rows, ran = pipeline.get_filtered_rows(self.rows, self.spec_obj,
-                                               index)
-        self._add_limit_filters(ran)
+        rows, ran, history = pipeline.get_filtered_rows(
+            self.rows, self.spec_obj, index)
+        self._add_limit_filters(ran, history, rows)
         self._weighing = None
         if self._may_update and limit is None:
             weighing = pipeline.weighing(rows, self.spec_obj,
@@ -242,10 +263,10 @@ class Ranking:
         weighing = self._weighing
         rows = weighing.rows
         changed = weighing.live_rows(changed)
-        kept, ran = self.pipeline.filter_handler.get_filtered_rows(
+        kept, ran, history = self.pipeline.filter_handler.get_filtered_rows(
             self.pipeline.filters, self.table, rows, self.spec_obj, index,
             changed=changed)
-        self._add_limit_filters(ran)
+        self._add_limit_filters(ran, history, kept)
         removed = np.zeros(0, dtype=np.intp)
         if len(kept) < len(rows):
             passing = np.zeros(len(self.table), dtype=bool)
@@ -256,9 +277,12 @@ class Ranking:
             return None
         return weighing.sorted_totals
 
-    def _add_limit_filters(self, ran):
+    def _add_limit_filters(self, ran, history, rows):
+        """Keep the filters whose limits to apply, and the filters'
+        counts when they left no row (``refusal``)."""
         self.limit_filters.extend(f for f in ran
                                   if f not in self.limit_filters)
+        self.refusal = None if len(rows) else history
 
     def _shuffle_best(self, weights):
         """Shuffle the candidates tied at the best weight (a prefix)."""
@@ -354,8 +378,9 @@ def _apply_requested_destination(hosts, spec_obj):
             LOG.info('Requested cell %s has no host here', wanted)
             return []
     result = [h for h in hosts if _matches_destination(h, dest)]
-    LOG.info('Requested destination %s:%s matched %d node(s)',
-             dest.obj_get('host'), dest.obj_get('node'), len(result))
+    if dest.obj_get('host') or dest.obj_get('node'):
+        LOG.info('Requested destination %s:%s matched %d node(s)',
+                 dest.obj_get('host'), dest.obj_get('node'), len(result))
     return result
 
 

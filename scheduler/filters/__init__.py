@@ -146,7 +146,7 @@ class HostFilterHandler:
             history.append((name, before, len(hosts)))
             LOG.debug('Filter %s returned %d host(s)', name, len(hosts))
             if not hosts:
-                _log_no_hosts(spec_obj, history)
+                log_refusal(spec_obj, history)
                 break
         metrics.filtered(history)
         return hosts
@@ -156,14 +156,16 @@ class HostFilterHandler:
                           table: 'HostTable', rows: npt.NDArray[np.intp],
                           spec_obj: 'RequestSpec', index: int = 0,
                           changed: npt.NDArray[np.intp] | None = None
-                          ) -> tuple[npt.NDArray[np.intp],
-                                     list[BaseHostFilter]]:
+                          ) -> 'Filtered':
         """``get_filtered_objects`` over a HostTable.
 
-        ``rows``: intp array of candidate rows, in order.  Returns
-        ``(rows, ran)``: the passing rows, order kept, and the filters
-        that ran as ``host_mask`` (whose ``apply_limits`` the driver
-        calls for the hosts it returns).
+        ``rows``: intp array of candidate rows, in order.  Returns a
+        ``Filtered``: the passing rows, order kept, the filters that ran
+        as ``host_mask`` (whose ``apply_limits`` the driver calls for the
+        hosts it returns), and the per-filter counts.  An empty result
+        is logged at DEBUG only: whether it refuses the request is the
+        driver's to say (``log_refusal``), as the hosts an instance
+        already placed leaves for its alternates may be none.
 
         ``changed``: when given, ``rows`` all passed these filters for
         the previous instance of the request and only the hosts of
@@ -195,10 +197,10 @@ class HostFilterHandler:
                     changed = changed[kept[changed]]
             history.append((type(host_filter).__name__, before, len(rows)))
             if not len(rows):
-                _log_no_hosts(spec_obj, history)
+                LOG.debug('Filter %s returned 0 hosts', history[-1][0])
                 break
         metrics.filtered(history)
-        return rows, ran
+        return Filtered(rows, ran, history)
 
     def _filter_rows(self, host_filter: BaseHostFilter, table: 'HostTable',
                      rows: npt.NDArray[np.intp], spec_obj: 'RequestSpec',
@@ -247,8 +249,19 @@ def host_local(host_filter: BaseHostFilter) -> bool:
         host_filter, 'HOST_LOCAL', _LOCAL_REFERENCE)
 
 
-def _log_no_hosts(spec_obj: 'RequestSpec',
-                  history: list[tuple[str, int, int]]) -> None:
+class Filtered(typing.NamedTuple):
+    """What ``HostFilterHandler.get_filtered_rows`` returns."""
+
+    rows: npt.NDArray[np.intp]
+    ran: list[BaseHostFilter]
+    # ``(filter name, hosts before, hosts after)`` of each filter run.
+    history: list[tuple[str, int, int]]
+
+
+def log_refusal(spec_obj: 'RequestSpec',
+                history: list[tuple[str, int, int]]) -> None:
+    """Log, at INFO as Nova does, the filter that left no host for a
+    request it refuses, and the counts of every filter of ``history``."""
     LOG.info('Filter %s returned 0 hosts', history[-1][0])
     LOG.info("Filtering removed all hosts for the request with "
              "instance ID '%s'. Filter results: %s; %s",

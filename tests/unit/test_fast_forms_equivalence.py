@@ -552,8 +552,8 @@ def check_filters(host_filters, table, rows, spec, index):
     reference = [_clone(table.states[row]) for row in rows.tolist()]
     passed_ref = handler.get_filtered_objects(host_filters, reference, spec,
                                               index)
-    passed_rows, ran = handler.get_filtered_rows(host_filters, table, rows,
-                                                 spec, index)
+    passed_rows, ran, _ = handler.get_filtered_rows(host_filters, table,
+                                                    rows, spec, index)
     fast = table.states_at(passed_rows.tolist())
     assert _keys(fast) == _keys(passed_ref), (names, index)
     for host_filter in ran:
@@ -762,7 +762,7 @@ def test_plugin_overrides_are_honoured(fleet, spec, data):
     for host_filters in ([NeverRamFilter()], [GrudgeCoreFilter()],
                          [ram_filter.RamFilter(), NeverRamFilter()]):
         check_filters(host_filters, table, rows, spec, 0)
-    rows_out, _ = filters.HostFilterHandler().get_filtered_rows(
+    rows_out, _, _ = filters.HostFilterHandler().get_filtered_rows(
         [NeverRamFilter()], table, rows, spec)
     if spec.get_scheduler_hint('_nova_check_type') != 'rebuild':
         assert len(rows_out) == 0

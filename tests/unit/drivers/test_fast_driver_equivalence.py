@@ -7,10 +7,17 @@ into this test: per instance, ``get_filtered_hosts`` and
 ``get_weighed_hosts`` over the HostManager's HostState lists,
 ``random.choice`` among the best ``host_subset_size``,
 ``consume_from_request``, ``group.add_host``, alternates up to
-``max_attempts``.  Its one change: a failed request drops the chosen
+``max_attempts``.  Its changes: a failed request drops the chosen
 hosts' consumption with ``HostManager.forget_consumption`` instead of
 ``state.updated = None``, since the HostManager now refreshes only the
-rows that changed (the old one re-read every row per request).
+rows that changed (the old one re-read every row per request); and, as
+Nova's ``_consume_selected_host`` (missing in aab7e9b), the request's
+``instance_uuid`` is each instance's in turn (none for the alternates)
+and a new instance counts among its host's instances
+(``HostManager.consume``), which a failed request drops again.  Every
+request names its instances, as Nova's
+conductor does, and a group's members include them, as Nova's API adds
+them.
 
 A random fleet is seeded into SQLite twice, identically (the fleet
 seeder, ``scheduler_tools.seed``); the oracle runs a random sequence of
@@ -92,20 +99,26 @@ class ListOracle(base.Scheduler):
         num = self.num_instances(spec_obj, instance_uuids)
         selected = []
         for index in range(num):
+            spec_obj.instance_uuid = instance_uuids[index]
             hosts = self._get_sorted_hosts(spec_obj, hosts, index)
             if not hosts:
                 break
             chosen = hosts[0]
-            chosen.consume_from_request(spec_obj)
+            self.host_manager.consume(chosen, spec_obj,
+                                      instance_uuids[index])
             group = spec_obj.get('instance_group')
             if group is not None:
                 group.add_host(chosen.host)
             selected.append(chosen)
+        spec_obj.instance_uuid = instance_uuids[0]
         if len(selected) < num:
             self._release(selected, spec_obj, num)
         if return_alternates and num > 1:
+            # No instance of the request exempted (see the driver).
+            del spec_obj._obj_instance_uuid
             hosts = self._get_sorted_hosts(spec_obj, hosts, num - 1,
                                            pick=False)
+            spec_obj.instance_uuid = instance_uuids[0]
         return self._selections(selected, hosts, return_alternates)
 
     def _release(self, selected, spec_obj, num):
@@ -378,6 +391,15 @@ def _outcome(selections):
             for picks in selections]
 
 
+def _instance_uuids(spec, step):
+    """The uuids of a request's instances, as Nova's conductor sends
+    them: the request's own first, then new ones (the same in every
+    run)."""
+    return [spec.instance_uuid] + [
+        str(uuid.UUID(int=10 ** 6 * (step + 1) + index))
+        for index in range(1, spec.num_instances)]
+
+
 def run_scenario(url, scenario, driver_class, operations=True):
     """Seed ``url``, build a driver and run every step.  Returns one
     outcome per request (the Selections' fields, or 'NoValidHost') and
@@ -386,11 +408,17 @@ def run_scenario(url, scenario, driver_class, operations=True):
     driver = driver_class(ctx)
     outcomes = []
     added = set()
-    for request, operation in scenario['steps']:
+    for step, (request, operation) in enumerate(scenario['steps']):
         spec = build_request(request, scenario)
+        uuids = _instance_uuids(spec, step)
+        if spec.obj_get('instance_group') is not None:
+            # Nova's API adds a boot's instances to the group first.
+            spec.instance_group.members = list(dict.fromkeys(
+                spec.instance_group.members + uuids))
         try:
             outcomes.append(_outcome(driver.select_destinations(
-                ctx, spec, return_alternates=request['return_alternates'])))
+                ctx, spec, uuids,
+                return_alternates=request['return_alternates'])))
         except (exception.NoValidHost,
                 exception.ComputeHostNotFound) as exc:
             outcomes.append(type(exc).__name__)

@@ -149,6 +149,59 @@ def test_affinity_keeps_the_group_together(ctx):
         'host1'] * 3
 
 
+def _soft_group(ctx, conf, policy, count, memory_mb=512):
+    """A ``policy`` group whose ``count`` members are the instances of
+    one request (Nova's API adds them before scheduling), weighed by the
+    soft-affinity weighers only, over three equal hosts."""
+    conf.set_override('weight_classes', [
+        'scheduler.weights.affinity.ServerGroupSoftAffinityWeigher',
+        'scheduler.weights.affinity.ServerGroupSoftAntiAffinityWeigher'],
+        group='filter_scheduler')
+    _hosts(ctx, 8192, 8192, 8192)
+    uuids = [str(uuid.uuid4()) for _ in range(count)]
+    group = group_obj.InstanceGroup(uuid=str(uuid.uuid4()),
+                                    policies=[policy], members=list(uuids),
+                                    hosts=[])
+    return seed.make_spec(num_instances=count, memory_mb=memory_mb,
+                          instance_group=group), uuids
+
+
+@pytest.mark.parametrize('seed_value', range(5))
+def test_soft_anti_affinity_spreads_one_request(ctx, conf, seed_value):
+    """Each member counts on its host for the next member of the same
+    request (as Nova adds it when it consumes the host): three members,
+    three hosts with room, three hosts used."""
+    conf.set_override('random_seed', seed_value, group='scheduler')
+    conf.set_override('shuffle_best_same_weighed_hosts', True,
+                      group='filter_scheduler')
+    spec, uuids = _soft_group(ctx, conf, 'soft-anti-affinity', 3)
+    chosen = _chosen(_driver(ctx).select_destinations(ctx, spec, uuids))
+    assert sorted(chosen) == ['host0', 'host1', 'host2']
+
+
+@pytest.mark.parametrize('seed_value', range(5))
+def test_soft_affinity_keeps_one_request_together(ctx, conf, seed_value):
+    conf.set_override('random_seed', seed_value, group='scheduler')
+    conf.set_override('shuffle_best_same_weighed_hosts', True,
+                      group='filter_scheduler')
+    spec, uuids = _soft_group(ctx, conf, 'soft-affinity', 2)
+    chosen = _chosen(_driver(ctx).select_destinations(ctx, spec, uuids))
+    assert len(set(chosen)) == 1
+
+
+def test_a_failed_request_leaves_no_instance_on_its_hosts(ctx, conf):
+    """The members a refused request counted on their hosts are dropped
+    with its consumption."""
+    spec, uuids = _soft_group(ctx, conf, 'soft-anti-affinity', 4,
+                              memory_mb=7000)   # one per host
+    driver = _driver(ctx)
+    states = driver.host_manager.get_all_host_states(ctx)
+    with pytest.raises(exception.NoValidHost):
+        driver.select_destinations(ctx, spec, uuids)
+    assert all(not set(uuids) & set(state.instances) for state in states)
+    assert not driver.host_manager.table.instance_counts(uuids).any()
+
+
 def test_retry_filter_skips_tried_hosts(ctx):
     _hosts(ctx, 4096, 8192)
     retry = request_spec.SchedulerRetries.from_dict(
