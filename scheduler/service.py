@@ -181,6 +181,8 @@ class SchedulerService(service_base.ServiceBase):
         if self._owns_transport and self._transport is not None:
             self._transport.cleanup()
             self._transport = None
+        if self.manager is not None:
+            self.manager.driver.stop()
         db_source.reset()
         LOG.info('Scheduler %s stopped', CONF.host)
 

@@ -34,6 +34,17 @@ placement_database_opts = [
                     'usages, traits and aggregates are read from it, only '
                     'the providers whose generation changed at each '
                     'refresh.'),
+    cfg.FloatOpt('usage_check_interval', default=0.5, min=0.05,
+                 help='Seconds between two checks for usage that '
+                      'Placement freed without bumping a provider\'s '
+                      'generation (allocations deleted, or a consumer '
+                      'moved off a provider: a server deleted, shelve-'
+                      'offloaded, evacuated).  Each check reads one '
+                      'aggregate row of Placement\'s ``allocations`` '
+                      'table, and every provider\'s usage only when it '
+                      'changed.  A provider freed in Placement is '
+                      'schedulable again within about this many seconds '
+                      '(see docs/placement.rst).'),
 ]
 
 DEFAULT_SERVICE_TYPE = 'placement'

@@ -42,6 +42,13 @@ class Scheduler:
     def run_periodic_tasks(self, context):
         """Hook run every ``[scheduler] periodic_task_interval`` seconds."""
 
+    def stop(self):
+        """Release what the driver holds beyond its decisions: in
+        Placement mode, the Placement view's usage watch and database
+        connections."""
+        if self.placement is not None:
+            self.placement.close()
+
     def hosts_up(self, context, host_states):
         """The HostStates whose compute service is enabled and up."""
         return [state for state in host_states

@@ -43,7 +43,8 @@ _INVENTORIES = sa.table(
     sa.column('resource_class_id'), sa.column('total'),
     sa.column('reserved'), sa.column('min_unit'), sa.column('max_unit'),
     sa.column('step_size'), sa.column('allocation_ratio'))
-_ALLOCATIONS = sa.table('allocations', sa.column('resource_provider_id'),
+_ALLOCATIONS = sa.table('allocations', sa.column('id'),
+                        sa.column('resource_provider_id'),
                         sa.column('resource_class_id'), sa.column('used'))
 _TRAITS = sa.table('traits', sa.column('id'), sa.column('name'))
 _PROVIDER_TRAITS = sa.table('resource_provider_traits',
@@ -98,6 +99,47 @@ def child_generations(connection: Any) -> dict[int, int]:
         .where(_PROVIDERS.c.parent_provider_id.is_not(None))).all())
 
 
+def allocations_fingerprint(connection: Any) -> tuple[int, ...]:
+    """``(rows, largest id, sum of used, sum of provider ids)`` of the
+    ``allocations`` table: one aggregate query.  Placement (16.0.0, and
+    since Pike) only inserts allocation rows, with ids larger than any
+    before, and deletes them (``DELETE /allocations/{consumer}``, or a
+    ``PUT``/``POST`` replacing a consumer's allocations); it never
+    updates one.  So any change of any provider's usage changes the
+    fingerprint, including the removals that bump no generation."""
+    row = connection.execute(sa.select(
+        sa.func.count(), sa.func.coalesce(sa.func.max(_ALLOCATIONS.c.id), 0),
+        sa.func.coalesce(sa.func.sum(_ALLOCATIONS.c.used), 0),
+        sa.func.coalesce(sa.func.sum(_ALLOCATIONS.c.resource_provider_id),
+                         0))).one()
+    return tuple(int(value) for value in row)
+
+
+def read_usages(connection: Any) -> dict[int, dict[str, int]]:
+    """``{resource_providers.id: {resource class: used}}``, summed over
+    ``allocations``, for every provider with an allocation: one grouped
+    query (as ``read_trees`` reads the usages of the providers it
+    reads)."""
+    return dict(_usages(connection, sa.true(), {}))
+
+
+def _usages(connection: Any, where: Any, params: dict[str, Any]
+            ) -> dict[int, dict[str, int]]:
+    """``{provider id: {resource class: used}}`` of the allocations
+    ``where`` selects (a defaultdict)."""
+    usages: dict[int, dict[str, int]] = collections.defaultdict(dict)
+    for rp_id, rc, used in connection.execute(
+            sa.select(_ALLOCATIONS.c.resource_provider_id, _CLASSES.c.name,
+                      sa.func.sum(_ALLOCATIONS.c.used))
+            .join(_CLASSES,
+                  _CLASSES.c.id == _ALLOCATIONS.c.resource_class_id)
+            .where(where)
+            .group_by(_ALLOCATIONS.c.resource_provider_id,
+                      _CLASSES.c.name), params):
+        usages[rp_id][rc] = int(used)
+    return usages
+
+
 def known_traits(connection: Any, names: Collection[str]) -> frozenset[str]:
     """Which of the trait ``names`` Placement knows (its ``traits``
     table: the standard traits and the custom ones created): one
@@ -146,16 +188,8 @@ def read_trees(connection: Any, ids: Collection[int] | None = None
             total=row.total, reserved=row.reserved, min_unit=row.min_unit,
             max_unit=row.max_unit, step_size=row.step_size,
             allocation_ratio=float(row.allocation_ratio))
-    usages: dict[int, dict[str, int]] = collections.defaultdict(dict)
-    for rp_id, rc, used in connection.execute(
-            sa.select(_ALLOCATIONS.c.resource_provider_id, _CLASSES.c.name,
-                      sa.func.sum(_ALLOCATIONS.c.used))
-            .join(_CLASSES,
-                  _CLASSES.c.id == _ALLOCATIONS.c.resource_class_id)
-            .where(only(_ALLOCATIONS.c.resource_provider_id))
-            .group_by(_ALLOCATIONS.c.resource_provider_id,
-                      _CLASSES.c.name), params):
-        usages[rp_id][rc] = int(used)
+    usages = _usages(connection, only(_ALLOCATIONS.c.resource_provider_id),
+                     params)
     traits = _names(connection, _PROVIDER_TRAITS.c.resource_provider_id,
                     _TRAITS.c.name, _PROVIDER_TRAITS.join(
                         _TRAITS, _TRAITS.c.id == _PROVIDER_TRAITS.c.trait_id),

@@ -3,12 +3,15 @@
 ``PlacementView`` keeps every resource provider of Placement's database
 (read through ``[placement_database] connection``, never written): the
 root providers in a ``ProviderTable``, the child providers in another,
-both in a ``scheduler.placement.trees.Forest``.  ``refresh`` reads every
-provider's generation (one query each for roots and children) and reads
-again only the providers whose generation moved: Placement bumps it with
-every change of a provider's inventories, allocations, traits or
-aggregates, our own claims included.  The first ``refresh`` reads
-everything; the service answers only after it.
+both in a ``scheduler.placement.trees.Forest``.  ``refresh`` reads again
+only the providers that changed: those whose generation moved (Placement
+bumps it when a provider's inventories, traits or aggregates change and
+when allocations are written against it, our own claims included), and
+those whose usage changed without a bump (allocations removed: a
+``DELETE /allocations/{consumer}``, or a consumer moved off the provider),
+which ``scheduler.placement.usage_watch`` finds within ``[placement_database]
+usage_check_interval`` seconds.  The first ``refresh`` reads everything;
+the service answers only after it.
 
 ``select(spec_obj, find_nodes)`` computes the allocation candidates of a
 request in memory, as Placement 16.0.0 would answer Nova's ``GET
@@ -47,6 +50,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
+import threading
 import time
 from collections.abc import Iterable
 from collections.abc import Sequence
@@ -66,6 +70,7 @@ from scheduler.placement import query as query_lib
 from scheduler.placement import request as request_lib
 from scheduler.placement import request_filters
 from scheduler.placement import trees
+from scheduler.placement import usage_watch
 
 LOG = logging.getLogger(__name__)
 
@@ -113,7 +118,13 @@ class PlacementView:
         self._generations: dict[int, int] = {}
         self._child_generations: dict[int, int] = {}
         self._id_of: dict[str, int] = {}
+        # Providers to read again at the next refresh; the usage watch's
+        # thread adds to it too (under ``_stale_lock``).
         self._stale: set[int] = set()
+        self._stale_lock = threading.Lock()
+        self.watch: usage_watch.UsageWatch | None = None
+        # Counts the reads of providers (the usage watch's ``version``).
+        self.reads = 0
         # Counts the ProviderTables built: a HostTable memo of provider
         # rows (``passes_rows``) holds for one of them.
         self._table_epoch = 0
@@ -173,8 +184,9 @@ class PlacementView:
                    if generation != self._generations[rp_id]}
         changed |= {rp_id for rp_id, generation in children.items()
                     if generation != self._child_generations[rp_id]}
-        changed |= self._stale
+        changed |= self._take_stale()
         if changed:
+            self.reads += 1
             found, below = database.read_trees(connection, changed)
             try:
                 self.forest.replace([*found.values(), *below.values()])
@@ -182,11 +194,11 @@ class PlacementView:
                 return self._read_all(connection, roots, children)
         self._generations = roots
         self._child_generations = children
-        self._stale.clear()
         return len(changed)
 
     def _read_all(self, connection: Any, roots: dict[int, int],
                   children: dict[int, int]) -> int:
+        self.reads += 1
         found, below = database.read_trees(connection)
         self.table = candidates_lib.ProviderTable(found.values())
         self.children = candidates_lib.ProviderTable(below.values())
@@ -198,14 +210,62 @@ class PlacementView:
                              if rp_id in roots}
         self._child_generations = {rp_id: children[rp_id]
                                    for rp_id in below if rp_id in children}
-        self._stale.clear()
+        self._take_stale()
         return len(found) + len(below)
 
     def forget(self, uuids: Iterable[str]) -> None:
         """Read providers ``uuids`` again at the next refresh (their use
         here includes consumption that was not claimed)."""
-        self._stale.update(self._id_of[uuid] for uuid in uuids
-                           if uuid in self._id_of)
+        self.mark_stale({self._id_of[uuid] for uuid in uuids
+                         if uuid in self._id_of})
+
+    def mark_stale(self, ids: set[int]) -> None:
+        """Read the providers ``ids`` (``resource_providers.id``) again at
+        the next refresh.  Thread-safe: the usage watch calls it."""
+        with self._stale_lock:
+            self._stale |= ids
+
+    def _take_stale(self) -> set[int]:
+        with self._stale_lock:
+            stale, self._stale = self._stale, set()
+        return stale
+
+    def watch_usages(self, interval: float) -> None:
+        """Start the usage watch (``scheduler.placement.usage_watch``):
+        its first read now, before the view's first load."""
+        self.watch = usage_watch.UsageWatch(
+            self.engine, interval, self.reconcile_usages,
+            lambda: self.reads)
+        self.watch.start()
+
+    def reconcile_usages(self, usages: usage_watch.Usages) -> None:
+        """Read again, at the next refresh, the providers whose usage in
+        Placement's database (``usages``: ``{resource_providers.id:
+        {resource class: used}}``, the providers without an allocation
+        absent) differs from the view's.  Called from the usage watch's
+        thread, without the host manager's lock: a provider the view
+        reads or consumes meanwhile may be read once more than needed,
+        never less (one it consumes is to be read again anyway)."""
+        forest, id_of = self.forest, self._id_of
+        if forest is None:
+            return
+        stale = {id_of[provider.uuid]
+                 for table in (forest.roots, forest.children)
+                 for provider in list(table.providers)
+                 if provider.uuid in id_of and
+                 _used(provider.usages) != usages.get(id_of[provider.uuid],
+                                                      {})}
+        if stale:
+            LOG.debug('Usage changed outside a generation bump on %d '
+                      'resource provider(s)', len(stale))
+            self.mark_stale(stale)
+
+    def close(self) -> None:
+        """Stop the usage watch and close the database connections."""
+        if self.watch is not None:
+            self.watch.stop()
+            self.watch = None
+        self.engine.dispose()
 
     def _forest(self) -> trees.Forest:
         if self.forest is None:
@@ -354,6 +414,11 @@ class PlacementView:
             self.forget([rp_uuid])
 
 
+def _used(usages: dict[str, int]) -> dict[str, int]:
+    """``usages`` without the resource classes not in use."""
+    return {rc: used for rc, used in usages.items() if used}
+
+
 def from_config(conf: Any) -> PlacementView:
     """The PlacementView of ``conf``: an engine on ``[placement_database]
     connection`` (the ``[api_database]`` engine options, statement
@@ -371,7 +436,12 @@ def from_config(conf: Any) -> PlacementView:
         raise exception.PlacementUnavailable(
             reason='[placement_database] connection: %s' % exc) from exc
     view = PlacementView(engine)
-    read = view.refresh()
+    try:
+        view.watch_usages(conf.placement_database.usage_check_interval)
+        read = view.refresh()
+    except BaseException:
+        view.close()
+        raise
     LOG.info('Placement view loaded: %d resource provider(s) from %s',
              read, cells.safe_url(url))
     return view

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 
 import fakes
@@ -241,6 +242,67 @@ def test_an_evacuation_doubles_up_the_source_allocation(fleet, api):
     assert picked.compute_node_uuid == destination.uuid
     assert _allocated(api, instance_uuid) == {source.uuid: held,
                                               destination.uuid: held}
+
+
+def _freed_within_bound(driver, ctx, node, conf):
+    """The next decision, once ``[placement_database]
+    usage_check_interval`` plus one read (bounded by a second here) has
+    passed, places a 3 GiB instance on ``node``, freed in Placement
+    without a generation bump; returns the seconds until then."""
+    started = time.monotonic()
+    bound = conf.placement_database.usage_check_interval + 1.0
+    time.sleep(bound)
+    _, [[picked]] = _select(driver, ctx, _spec(memory_mb=3072))
+    assert picked.compute_node_uuid == node.uuid
+    return time.monotonic() - started
+
+
+@pytest.mark.parametrize('how', ['delete', 'moved off'])
+def test_usage_freed_without_a_generation_bump_is_seen(fleet, api, conf,
+                                                       how):
+    """Two 3 GiB nodes, each full; one instance's allocation leaves its
+    node as Nova frees it: ``DELETE /allocations/{consumer}`` (server
+    delete, shelve-offload, failed build) or a ``PUT`` that moves the
+    consumer to another provider.  Placement does not bump the freed
+    provider's generation; the next decision after the usage watch's
+    interval places on that node anyway.  Only Placement says where the
+    instance fits (Nova 34 has no RAM filter)."""
+    conf.set_override('enabled_filters', ['ComputeFilter'],
+                      'filter_scheduler')
+    nodes = [_node('pm-freed', memory_mb=3072) for _ in range(2)]
+    spare = _node('pm-freed-spare', memory_mb=3072)
+    ctx = fleet(*nodes)
+    api.add_compute(spare)      # a provider with no compute node here
+    driver = filter_scheduler.FilterScheduler(ctx)
+    (first,), [[picked]] = _select(driver, ctx, _spec(memory_mb=3072))
+    _select(driver, ctx, _spec(memory_mb=3072))
+    with pytest.raises(exception.NoValidHost):
+        _select(driver, ctx, _spec(memory_mb=3072))
+    freed = next(node for node in nodes
+                 if node.uuid == picked.compute_node_uuid)
+    generation = api.provider(freed.uuid)['generation']
+    if how == 'delete':
+        api._call('DELETE', '/allocations/%s' % first, (204,))
+    else:
+        held = api.allocations(first)
+        assert api.claim(first, {'allocations': {spare.uuid: {
+            'resources': held['allocations'][freed.uuid]['resources']}}},
+            PROJECT, USER, held['consumer_generation']) == 204
+    assert api.usages(freed.uuid)['MEMORY_MB'] == 0
+    assert api.provider(freed.uuid)['generation'] == generation
+    _freed_within_bound(driver, ctx, freed, conf)
+    driver.stop()
+    _remove(api, [first], spare.uuid)
+
+
+def test_the_usage_watch_stops_with_the_driver(fleet, api):
+    ctx = fleet(_node('pm-watch'))
+    driver = filter_scheduler.FilterScheduler(ctx)
+    thread = driver.placement.watch._thread
+    assert thread.is_alive()
+    driver.stop()
+    assert not thread.is_alive()
+    assert driver.placement.watch is None
 
 
 def test_bare_metal_nodes_by_their_custom_resource_class(fleet, api, conf):
