@@ -13,9 +13,11 @@ one per test.
 """
 
 import contextlib
+import datetime
 import os
 import subprocess
 import sys
+import time
 import uuid
 
 import pytest
@@ -251,6 +253,81 @@ def test_another_schedulers_claim_is_seen_incrementally(nova, ctx,
     first.select_destinations(ctx, seed.make_spec(memory_mb=3 * GiB))
     assert _state(second, ctx, 'shared').free_ram_mb == 5 * GiB
     assert len(full_reads) == 1
+
+
+# -- freed capacity: seen by the next decision, or within a second ---------
+#
+# The SQL view reads the rows stamped since its last read, and every
+# second widens that read to catch a row committed after its stamp
+# (``refresh.SWEEP_INTERVAL``, ``refresh.CLOCK_MARGIN``): every path
+# that frees capacity stamps a row.  These are the bound the Placement
+# view keeps for usage Placement frees without a generation bump.
+
+def test_another_schedulers_release_is_seen_by_the_next_decision(
+        nova, ctx, incremental):
+    """Scheduler A claims the only host full, B sees it full; A releases
+    the claim (the instance's build failed, or it was deleted before its
+    node reported): B's very next decision places there."""
+    _add(nova, 'cell1', 'freed', memory_mb=4 * GiB)
+    first, second = _driver(ctx), _driver(ctx)
+    instance = str(uuid.uuid4())
+    first.select_destinations(ctx, seed.make_spec(
+        memory_mb=3 * GiB, instance_uuid=instance), [instance])
+    with pytest.raises(Exception, match='not enough hosts'):
+        second.select_destinations(ctx, seed.make_spec(memory_mb=3 * GiB))
+    assert first.reservation.release(ctx, [instance]) == 1
+    assert _hosts(second.select_destinations(
+        ctx, seed.make_spec(memory_mb=3 * GiB))) == ['freed']
+
+
+def test_a_report_that_frees_usage_is_seen_by_the_next_decision(
+        nova, ctx, incremental):
+    """Nova's resource tracker writes the node's usage without a deleted
+    instance: the next decision places where it was."""
+    _add(nova, 'cell2', 'reported', memory_mb=4 * GiB,
+         memory_mb_used=3 * GiB)
+    driver = _driver(ctx)
+    with pytest.raises(Exception, match='not enough hosts'):
+        driver.select_destinations(ctx, seed.make_spec(memory_mb=3 * GiB))
+    nova.request('update_compute', cell='cell2', host='reported',
+                 node='reported', values={'memory_mb_used': 0,
+                                          'free_ram_mb': 4 * GiB})
+    assert _hosts(driver.select_destinations(
+        ctx, seed.make_spec(memory_mb=3 * GiB))) == ['reported']
+
+
+def test_a_report_committed_after_its_stamp_is_seen_within_the_sweep(
+        nova_dbs, nova, ctx, monkeypatch, conf):
+    """A usage report stamped before the view's last read began but
+    committed after it (a writer's slow transaction) is not in the
+    change read; the sweep, at most ``SWEEP_INTERVAL`` seconds later,
+    finds it."""
+    conf.set_override('full_refresh_interval', 3600, 'scheduler')
+    _add(nova, 'cell1', 'late', memory_mb=4 * GiB, memory_mb_used=3 * GiB)
+    time.sleep(0.5)     # the late report is newer than the first one
+    driver = _driver(ctx)
+    with pytest.raises(Exception, match='not enough hosts'):
+        driver.select_destinations(ctx, seed.make_spec(memory_mb=3 * GiB))
+    stamped = driver.host_manager.refresher._last_read - \
+        datetime.timedelta(seconds=0.3)
+    engine = sa.create_engine(nova_dbs.urls['cell1'])
+    with engine.begin() as connection:
+        connection.execute(sa.text(
+            "UPDATE compute_nodes SET memory_mb_used = 0, free_ram_mb = "
+            ":free, updated_at = :stamped WHERE host = 'late'"),
+            {'free': 4 * GiB, 'stamped': stamped})
+    engine.dispose()
+    deadline = time.monotonic() + refresh.SWEEP_INTERVAL + 0.5
+    while True:
+        try:
+            placed = driver.select_destinations(
+                ctx, seed.make_spec(memory_mb=3 * GiB))
+            break
+        except Exception as exc:
+            assert 'not enough hosts' in str(exc)
+            assert time.monotonic() < deadline, 'not seen within the sweep'
+            time.sleep(0.1)
+    assert _hosts(placed) == ['late']
 
 
 # -- claims -----------------------------------------------------------------
