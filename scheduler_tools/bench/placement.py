@@ -27,7 +27,13 @@ read), ``run`` takes the sizes in increasing order and, for each:
    whose providers these are, without the claim (``decision_*``:
    refresh, candidates, filters and weighers) and with it
    (``decision_claim_*``: one ``PUT /allocations`` more), and the
-   decisions of a vGPU flavor (``trees_decision_*``).
+   decisions of a vGPU flavor (``trees_decision_*``);
+6. deletes the allocations of ``FREED_ROUNDS`` of those instances one by
+   one, as Nova frees a deleted server's (no provider generation moves),
+   and times how long the view takes to hold the freed usage
+   (``freed_*``, against ``FREED_BOUND_MS``), one full read of the usage
+   watch (``usage_read_*``), and the first decisions again with the
+   usage watch stopped (``decision_unwatched_*``: its cost).
 
 The fleet is that of ``workload.generate_hosts``; ``GPU_SHARE`` of its
 compute nodes have a physical GPU provider (VGPU inventory) under their
@@ -46,7 +52,9 @@ p50 / our decision's), ``target_speedup``, ``meets_target``,
 ``mismatches``, ``candidates_mean``, and for the tree queries
 ``trees_requests``, ``trees_placement_*``, ``trees_ours_*``,
 ``trees_mismatches``, ``trees_candidates_mean``, ``trees_decision_*``
-and ``trees_speedup``.  The providers, and the decisions'
+and ``trees_speedup``; ``freed_*``, ``freed_bound_ms``,
+``freed_meets_bound``, ``usage_read_*`` and ``decision_unwatched_*``.
+The providers, and the decisions'
 allocations, stay in Placement afterwards.  The REST helpers are also
 the tests' (``tests/placement_api.py``).
 """
@@ -100,6 +108,14 @@ SMOKE = {'hosts': [200], 'requests': 10, 'warmup': 4,
 SEED_THREADS = 12
 # Speed-up floor (Placement's p50 / ours) by number of providers.
 SPEEDUP_TARGETS = {10000: 100.0}
+# Capacity freed in Placement without a generation bump (a server
+# deleted): how many frees are timed per size, how often the view is
+# refreshed meanwhile (as decisions would), the bound on the p99 of the
+# time until it is seen, and how long to wait before giving up.
+FREED_ROUNDS = 20
+FREED_POLL_S = 0.01
+FREED_BOUND_MS = 1000.0
+FREED_TIMEOUT_S = 10
 
 # nova-compute's reserved_host_memory_mb default (MiB); it reserves no
 # vCPU and no disk by default.
@@ -706,23 +722,97 @@ def measure_decisions(url: str, database_url: str, size: int,
         started = time.perf_counter()
         driver = drivers.load_driver(ctx, name='filter_scheduler')
         load_view_s = time.perf_counter() - started
-        for request in warmup:
-            driver.best_host(ctx, request.spec)
-        ranked = _latencies_ms(lambda request: driver.best_host(
-            ctx, request.spec), measured)
-        decided = _latencies_ms(lambda request: driver.select_destinations(
-            ctx, request.spec, request.instance_uuids), measured)
-        for request in warmup + measured:
-            request.spec.flavor.extra_specs = {'resources:VGPU': '1'}
-        for request in warmup:
-            driver.best_host(ctx, request.spec)
-        gpu = _latencies_ms(lambda request: driver.best_host(
-            ctx, request.spec), measured)
-    row = {'load_view_s': round(load_view_s, 2)}
+        try:
+            for request in warmup:
+                driver.best_host(ctx, request.spec)
+            ranked = _latencies_ms(lambda request: driver.best_host(
+                ctx, request.spec), measured)
+            decided = _latencies_ms(
+                lambda request: driver.select_destinations(
+                    ctx, request.spec, request.instance_uuids), measured)
+            freed = measure_freed(client(url), driver, [
+                request.instance_uuids[0] for request in measured])
+            usage_read = _latencies_ms(lambda _: _read_usages(driver),
+                                       measured[:FREED_ROUNDS])
+            plain = [request.spec.flavor.extra_specs
+                     for request in warmup + measured]
+            for request in warmup + measured:
+                request.spec.flavor.extra_specs = {'resources:VGPU': '1'}
+            for request in warmup:
+                driver.best_host(ctx, request.spec)
+            gpu = _latencies_ms(lambda request: driver.best_host(
+                ctx, request.spec), measured)
+            # The first decisions again, the usage watch stopped: its
+            # cost, side by side.
+            for request, extra_specs in zip(warmup + measured, plain,
+                                            strict=True):
+                request.spec.flavor.extra_specs = extra_specs
+            driver.placement.watch.stop()
+            unwatched = _latencies_ms(lambda request: driver.best_host(
+                ctx, request.spec), measured)
+        finally:
+            driver.stop()
+    row = {'load_view_s': round(load_view_s, 2),
+           'freed_bound_ms': FREED_BOUND_MS}
     row.update(_prefixed('decision_', ranked))
     row.update(_prefixed('decision_claim_', decided))
     row.update(_prefixed('trees_decision_', gpu))
+    row.update(_prefixed('decision_unwatched_', unwatched))
+    row.update(_prefixed('freed_', freed))
+    row.update(_prefixed('usage_read_', usage_read))
+    row['freed_requests'] = len(freed)
+    row['freed_meets_bound'] = row['freed_p99_ms'] <= FREED_BOUND_MS
     return row
+
+
+def measure_freed(api: Any, driver: Any, consumers: Sequence[str],
+                  rounds: int = FREED_ROUNDS) -> list[float]:
+    """How long capacity freed in Placement stays unseen: for each of the
+    first ``rounds`` ``consumers`` (instances the driver claimed), ms
+    from the return of its ``DELETE /allocations/{consumer}`` (which
+    bumps no provider generation) until the driver's Placement view,
+    refreshed as a decision refreshes it every ``FREED_POLL_S``, holds
+    the provider's usage without it (as decisions arriving then would
+    see it).  Raises BenchError when one is not seen within
+    ``FREED_TIMEOUT_S``."""
+    view = driver.placement
+    latencies = []
+    for consumer in consumers[:rounds]:
+        held = call_json(api, 'GET', '/allocations/%s' % consumer)[
+            'allocations']
+        rp_uuid, allocation = next(iter(held.items()))
+        memory_mb = allocation['resources']['MEMORY_MB']
+        with driver.host_manager.lock:
+            view.refresh()
+            before = _memory_used(view, rp_uuid)
+        call(api, 'DELETE', '/allocations/%s' % consumer, expected=(204,))
+        begin = time.perf_counter()
+        while True:
+            with driver.host_manager.lock:
+                view.refresh()
+                if _memory_used(view, rp_uuid) <= before - memory_mb:
+                    break
+            if time.perf_counter() - begin > FREED_TIMEOUT_S:
+                raise BenchError('capacity freed in Placement on %s was '
+                                 'not seen within %d s'
+                                 % (rp_uuid, FREED_TIMEOUT_S))
+            time.sleep(FREED_POLL_S)
+        latencies.append((time.perf_counter() - begin) * 1000.0)
+    return latencies
+
+
+def _memory_used(view: Any, rp_uuid: str) -> int:
+    table = view.forest.roots
+    return table.providers[table.row_of[rp_uuid]].usages.get('MEMORY_MB', 0)
+
+
+def _read_usages(driver: Any) -> None:
+    """One full read of the usage watch: every provider's usage read
+    and compared with the view (what it does when anything changed)."""
+    watch = driver.placement.watch
+    with watch.engine.connect() as connection:
+        usages = database.read_usages(connection)
+    watch.reconcile(usages)
 
 
 def _latencies_ms(call: Callable[[Any], Any], requests: Sequence[Any]
@@ -857,6 +947,7 @@ def print_table(rows: Sequence[Mapping[str, Any]], console: Any = None
             % row['mismatches'], report._verdict(row))
     console.print(table)
     _print_trees(rows, console)
+    _print_freed(rows, console)
     if any(row['truncated'] for row in rows):
         console.print('* stopped by the time budget (--time-budget)')
 
@@ -890,3 +981,33 @@ def _print_trees(rows: Sequence[Mapping[str, Any]], console: Any) -> None:
             ('[red]%d[/]' if row['trees_mismatches'] else '%d')
             % row['trees_mismatches'])
     console.print(table)
+
+
+def _print_freed(rows: Sequence[Mapping[str, Any]], console: Any) -> None:
+    """Freed capacity and the usage watch's cost, as a third table."""
+    from rich.table import Table
+
+    fmt = report._fmt
+    table = Table(
+        title='capacity freed in Placement without a generation bump '
+              '(DELETE /allocations/{consumer})',
+        caption='freed: ms from the DELETE until the view holds the freed '
+                'usage, refreshed every %d ms as decisions would (%d frees); '
+                'usage read: one read of every usage by the usage watch and '
+                'its comparison with the view, ms; decision: as in the '
+                'first table, with the usage watch running and stopped'
+                % (FREED_POLL_S * 1000, FREED_ROUNDS))
+    for name in ('hosts', 'freed p50', 'freed p99', 'freed max', 'bound',
+                 'usage read p50', 'decision p50 watched',
+                 'decision p50 stopped', 'meets'):
+        table.add_column(name, justify='right')
+    for row in rows:
+        table.add_row(
+            '{:,}'.format(row['hosts']), fmt(row['freed_p50_ms'], 1),
+            fmt(row['freed_p99_ms'], 1), fmt(row['freed_max_ms'], 1),
+            fmt(row['freed_bound_ms'], 0), fmt(row['usage_read_p50_ms'], 1),
+            fmt(row['decision_p50_ms'], 2),
+            fmt(row['decision_unwatched_p50_ms'], 2),
+            'yes' if row['freed_meets_bound'] else '[red]no[/]')
+    console.print(table)
+

@@ -57,8 +57,13 @@ def test_smoke_against_a_fresh_placement(tmp_path, placement):
     assert row['load_ms'] > 0
     for side in ('placement', 'ours', 'ours_unshaped', 'decision',
                  'decision_claim', 'trees_placement', 'trees_ours',
-                 'trees_decision'):
+                 'trees_decision', 'decision_unwatched', 'usage_read',
+                 'freed'):
         assert 0 < row[side + '_p50_ms'] <= row[side + '_p99_ms']
+    # Every delete of an allocation was seen, within the bound.
+    assert row['freed_requests'] == 10
+    assert row['freed_meets_bound'] and row['freed_bound_ms'] == 1000
+    assert 'without a generation bump' in result.stdout
     assert row['load_view_s'] > 0
     assert row['speedup'] > 0
     assert row['microversion'] == '1.36'
