@@ -330,15 +330,24 @@ def room(cloud, flavor, hosts=CELL1_HOSTS):
 
 
 def test_13_delete_then_refill(cloud):
+    """Fill every host, see a boot refused (that decision reads the full
+    hosts), delete one server: Placement frees its host without bumping
+    the provider's generation, and the very next boot goes there."""
     server_ids, request_id = boot_many(cloud, 'rn-fill', len(CELL1_HOSTS),
                                        'big')
     hosts = {placed(cloud, s, request_id, 'big'): s for s in server_ids}
     assert sorted(hosts) == sorted(CELL1_HOSTS)
     assert room(cloud, 'big') == 0
+    reply, request_id = cloud.boot('rn-full', 'big')
+    refused(cloud, reply['server']['id'], request_id)
     freed = CELL1_HOSTS[1]
-    cloud.delete_servers([hosts[freed]])
+    generation = cloud.placement_api.provider(
+        cloud.providers[freed])['generation']
+    cloud.delete_servers([hosts[freed], reply['server']['id']])
     wait_for(lambda: not cloud.usage(freed).get('MEMORY_MB'),
              'the usage of %s back to 0' % freed)
+    assert cloud.placement_api.provider(cloud.providers[freed])[
+        'generation'] == generation
     reply, request_id = cloud.boot('rn-refill', 'big')
     assert placed(cloud, reply['server']['id'], request_id, 'big') == freed
 
