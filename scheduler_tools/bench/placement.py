@@ -954,60 +954,59 @@ def print_table(rows: Sequence[Mapping[str, Any]], console: Any = None
 
 def _print_trees(rows: Sequence[Mapping[str, Any]], console: Any) -> None:
     """The tree queries' part of the rows, as a second table."""
-    from rich.table import Table
-
     fmt = report._fmt
-    table = Table(
-        title='provider trees: a vGPU flavor and a port with a minimum '
-              'bandwidth policy',
-        caption='whole allocation requests compared (mismatches); '
-                'decision: the vGPU flavor in Placement mode, no claim; '
-                'speed-up: Placement p50 / decision p50')
-    for name in ('hosts', 'providers', 'req', 'Placement p50',
-                 'Placement p99', 'ours p50', 'ours p99', 'decision p50',
-                 'decision p99', 'speed-up', 'mismatches'):
-        table.add_column(name, justify='right')
-    for row in rows:
-        table.add_row(
-            '{:,}'.format(row['hosts']), '{:,}'.format(row['providers']),
-            str(row['trees_requests']),
-            fmt(row['trees_placement_p50_ms'], 2),
-            fmt(row['trees_placement_p99_ms'], 2),
-            fmt(row['trees_ours_p50_ms'], 2),
-            fmt(row['trees_ours_p99_ms'], 2),
-            fmt(row['trees_decision_p50_ms'], 2),
-            fmt(row['trees_decision_p99_ms'], 2),
-            fmt(row['trees_speedup'], 1),
-            ('[red]%d[/]' if row['trees_mismatches'] else '%d')
-            % row['trees_mismatches'])
-    console.print(table)
+    _print(console, 'provider trees: a vGPU flavor and a port with a '
+                    'minimum bandwidth policy',
+           'whole allocation requests compared (mismatches); decision: the '
+           'vGPU flavor in Placement mode, no claim; speed-up: Placement '
+           'p50 / decision p50',
+           ('hosts', 'providers', 'req', 'Placement p50', 'Placement p99',
+            'ours p50', 'ours p99', 'decision p50', 'decision p99',
+            'speed-up', 'mismatches'),
+           [('{:,}'.format(row['hosts']), '{:,}'.format(row['providers']),
+             str(row['trees_requests']),
+             fmt(row['trees_placement_p50_ms'], 2),
+             fmt(row['trees_placement_p99_ms'], 2),
+             fmt(row['trees_ours_p50_ms'], 2),
+             fmt(row['trees_ours_p99_ms'], 2),
+             fmt(row['trees_decision_p50_ms'], 2),
+             fmt(row['trees_decision_p99_ms'], 2),
+             fmt(row['trees_speedup'], 1),
+             ('[red]%d[/]' if row['trees_mismatches'] else '%d')
+             % row['trees_mismatches']) for row in rows])
 
 
 def _print_freed(rows: Sequence[Mapping[str, Any]], console: Any) -> None:
     """Freed capacity and the usage watch's cost, as a third table."""
+    fmt = report._fmt
+    _print(console, 'capacity freed in Placement without a generation bump '
+                    '(DELETE /allocations/{consumer})',
+           'freed: ms from the DELETE until the view holds the freed usage, '
+           'refreshed every %d ms as decisions would (%d frees); usage '
+           'read: one read of every usage by the usage watch and its '
+           'comparison with the view, ms; decision: as in the first table, '
+           'with the usage watch running and stopped'
+           % (FREED_POLL_S * 1000, FREED_ROUNDS),
+           ('hosts', 'freed p50', 'freed p99', 'freed max', 'bound',
+            'usage read p50', 'decision p50 watched', 'decision p50 stopped',
+            'meets'),
+           [('{:,}'.format(row['hosts']), fmt(row['freed_p50_ms'], 1),
+             fmt(row['freed_p99_ms'], 1), fmt(row['freed_max_ms'], 1),
+             fmt(row['freed_bound_ms'], 0), fmt(row['usage_read_p50_ms'], 1),
+             fmt(row['decision_p50_ms'], 2),
+             fmt(row['decision_unwatched_p50_ms'], 2),
+             'yes' if row['freed_meets_bound'] else '[red]no[/]')
+            for row in rows])
+
+
+def _print(console: Any, title: str, caption: str, columns: Sequence[str],
+           cells: Iterable[Sequence[str]]) -> None:
+    """A rich table of right-justified ``columns`` and rows ``cells``."""
     from rich.table import Table
 
-    fmt = report._fmt
-    table = Table(
-        title='capacity freed in Placement without a generation bump '
-              '(DELETE /allocations/{consumer})',
-        caption='freed: ms from the DELETE until the view holds the freed '
-                'usage, refreshed every %d ms as decisions would (%d frees); '
-                'usage read: one read of every usage by the usage watch and '
-                'its comparison with the view, ms; decision: as in the '
-                'first table, with the usage watch running and stopped'
-                % (FREED_POLL_S * 1000, FREED_ROUNDS))
-    for name in ('hosts', 'freed p50', 'freed p99', 'freed max', 'bound',
-                 'usage read p50', 'decision p50 watched',
-                 'decision p50 stopped', 'meets'):
+    table = Table(title=title, caption=caption)
+    for name in columns:
         table.add_column(name, justify='right')
-    for row in rows:
-        table.add_row(
-            '{:,}'.format(row['hosts']), fmt(row['freed_p50_ms'], 1),
-            fmt(row['freed_p99_ms'], 1), fmt(row['freed_max_ms'], 1),
-            fmt(row['freed_bound_ms'], 0), fmt(row['usage_read_p50_ms'], 1),
-            fmt(row['decision_p50_ms'], 2),
-            fmt(row['decision_unwatched_p50_ms'], 2),
-            'yes' if row['freed_meets_bound'] else '[red]no[/]')
+    for row in cells:
+        table.add_row(*row)
     console.print(table)
-
