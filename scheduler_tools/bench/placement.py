@@ -727,6 +727,13 @@ def measure_decisions(url: str, database_url: str, size: int,
                 driver.best_host(ctx, request.spec)
             ranked = _latencies_ms(lambda request: driver.best_host(
                 ctx, request.spec), measured)
+            # The same decisions again at once, the usage watch stopped
+            # (its cost, side by side), then watched again.
+            driver.placement.watch.stop()
+            unwatched = _latencies_ms(lambda request: driver.best_host(
+                ctx, request.spec), measured)
+            driver.placement.watch_usages(
+                driver.placement.watch.interval)
             decided = _latencies_ms(
                 lambda request: driver.select_destinations(
                     ctx, request.spec, request.instance_uuids), measured)
@@ -734,21 +741,11 @@ def measure_decisions(url: str, database_url: str, size: int,
                 request.instance_uuids[0] for request in measured])
             usage_read = _latencies_ms(lambda _: _read_usages(driver),
                                        measured[:FREED_ROUNDS])
-            plain = [request.spec.flavor.extra_specs
-                     for request in warmup + measured]
             for request in warmup + measured:
                 request.spec.flavor.extra_specs = {'resources:VGPU': '1'}
             for request in warmup:
                 driver.best_host(ctx, request.spec)
             gpu = _latencies_ms(lambda request: driver.best_host(
-                ctx, request.spec), measured)
-            # The first decisions again, the usage watch stopped: its
-            # cost, side by side.
-            for request, extra_specs in zip(warmup + measured, plain,
-                                            strict=True):
-                request.spec.flavor.extra_specs = extra_specs
-            driver.placement.watch.stop()
-            unwatched = _latencies_ms(lambda request: driver.best_host(
                 ctx, request.spec), measured)
         finally:
             driver.stop()

@@ -352,7 +352,7 @@ def test_13_delete_then_refill(cloud):
     assert placed(cloud, reply['server']['id'], request_id, 'big') == freed
 
 
-class UsageWatch(threading.Thread):
+class UsageSampler(threading.Thread):
     """Samples every cell1 provider's memory usage until stopped; the
     samples over capacity are ``overcommits``."""
 
@@ -385,7 +385,7 @@ def race(cloud, name, flavor='medium', extra=3):
     Returns ``{server id: (request id, server)}``."""
     slots = room(cloud, flavor)
     assert slots > 0
-    watch = UsageWatch(cloud)
+    watch = UsageSampler(cloud)
     watch.start()
     try:
         with concurrent.futures.ThreadPoolExecutor(slots + extra) as pool:
