@@ -180,8 +180,13 @@ class HostManager:
         claim of a request is written after its instances consumed)."""
         now = timeutils.utcnow()
         with self.lock:
+            states = list(states)
             for state in states:
                 state.updated = now
+            # The instances their request added stay (see ``consume``).
+            ids = {id(state) for state in states}
+            self._placed = [(state, uuid) for state, uuid in self._placed
+                            if id(state) not in ids]
 
     def forget_consumption(self, states: Iterable[HostState]) -> None:
         """Drop the virtual consumption of ``states``: the next refresh

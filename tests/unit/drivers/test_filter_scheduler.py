@@ -202,6 +202,19 @@ def test_a_failed_request_leaves_no_instance_on_its_hosts(ctx, conf):
     assert not driver.host_manager.table.instance_counts(uuids).any()
 
 
+def test_the_instances_of_a_claimed_request_stay_on_their_hosts(ctx, conf):
+    """Once its claims are taken, a request's instances count on their
+    hosts until the hosts report, whatever casts come meanwhile."""
+    spec, uuids = _soft_group(ctx, conf, 'soft-anti-affinity', 3)
+    driver = _driver(ctx)
+    chosen = _chosen(driver.select_destinations(ctx, spec, uuids))
+    driver.host_manager.delete_instance_info(ctx, chosen[0],
+                                             str(uuid.uuid4()))
+    states = {s.host: s for s in
+              driver.host_manager.get_all_host_states(ctx)}
+    assert uuids[0] in states[chosen[0]].instances
+
+
 def test_retry_filter_skips_tried_hosts(ctx):
     _hosts(ctx, 4096, 8192)
     retry = request_spec.SchedulerRetries.from_dict(
