@@ -703,9 +703,10 @@ def measure_decisions(url: str, database_url: str, size: int,
     ``plain`` requests timed twice: ``decision_*`` (the view's refresh,
     the candidates, the filters and weighers: ``best_host``) and
     ``decision_claim_*`` (``select_destinations``, which claims each
-    instance in Placement with one ``PUT /allocations``), and the same
-    requests with a vGPU flavor (``resources:VGPU=1``) without the claim
-    (``trees_decision_*``: their candidates come from provider trees).
+    instance in Placement with one ``PUT /allocations``), and as many
+    requests for new instances with a vGPU flavor (``resources:VGPU=1``)
+    without the claim (``trees_decision_*``: their candidates come from
+    provider trees).
     Latencies in ms; ``load_view_s``: the driver's first load of the
     view."""
     from scheduler import drivers
@@ -714,8 +715,16 @@ def measure_decisions(url: str, database_url: str, size: int,
     bench = workload.Workload(hosts, settings.seed)
     warmup = bench.requests(1, settings.warmup, 'placement-warmup', 'plain')
     measured = bench.requests(1, settings.requests, 'placement', 'plain')
-    for request in warmup + measured:
+    # The vGPU flavor's requests are new instances (an instance placed
+    # already would be a move).
+    gpu_warmup = bench.requests(1, settings.warmup, 'placement-gpu-warmup',
+                                'plain')
+    gpu_measured = bench.requests(1, settings.requests, 'placement-gpu',
+                                  'plain')
+    for request in warmup + measured + gpu_warmup + gpu_measured:
         request.spec.user_id = 'bench'
+    for request in gpu_warmup + gpu_measured:
+        request.spec.flavor.extra_specs = {'resources:VGPU': '1'}
     with inprocess.temporary_sqlite() as ctx, placement_mode(url,
                                                              database_url):
         workload.seed_hosts(ctx, hosts)
@@ -741,12 +750,10 @@ def measure_decisions(url: str, database_url: str, size: int,
                 request.instance_uuids[0] for request in measured])
             usage_read = _latencies_ms(lambda _: _read_usages(driver),
                                        measured[:FREED_ROUNDS])
-            for request in warmup + measured:
-                request.spec.flavor.extra_specs = {'resources:VGPU': '1'}
-            for request in warmup:
+            for request in gpu_warmup:
                 driver.best_host(ctx, request.spec)
             gpu = _latencies_ms(lambda request: driver.best_host(
-                ctx, request.spec), measured)
+                ctx, request.spec), gpu_measured)
         finally:
             driver.stop()
     row = {'load_view_s': round(load_view_s, 2),
