@@ -166,8 +166,8 @@ class HostManager:
             synced = [state]
             if instance_uuid and not len(
                     self.table.rows_with_instance(instance_uuid)):
-                state.instances[instance_uuid] = instance_obj.Instance(
-                    uuid=instance_uuid, host=state.host)
+                state.instances[instance_uuid] = instance_obj.Instance.placed(
+                    instance_uuid, state.host, state.nodename, spec_obj)
                 self._placed.append((state, instance_uuid))
                 # The nodes of a host share its instances.
                 synced = self.refresher.states_of([state.host])

@@ -43,6 +43,22 @@ class Instance(base.TimestampedObject, base.SchedulerObject):
         inst.obj_reset_changes()
         return inst
 
+    @classmethod
+    def placed(cls, uuid, host, node, spec_obj):
+        """The instance ``uuid`` of the request ``spec_obj`` (a
+        RequestSpec), as placed on ``host``/``node``: its flavor's id
+        and sizes, its project and user, as the filters that read a
+        host's instances see them."""
+        flavor = spec_obj.flavor
+        return cls.from_db({
+            'uuid': uuid, 'host': host, 'node': node,
+            'instance_type_id': flavor.obj_get('id'),
+            'memory_mb': flavor.memory_mb, 'vcpus': flavor.vcpus,
+            'root_gb': flavor.root_gb, 'ephemeral_gb': flavor.ephemeral_gb,
+            'project_id': spec_obj.obj_get('project_id'),
+            'user_id': spec_obj.obj_get('user_id'),
+            'availability_zone': spec_obj.obj_get('availability_zone')})
+
 
 @base.register
 class InstanceList(base.ObjectListBase, base.SchedulerObject):

@@ -423,11 +423,28 @@ def _snapshot_diff(now, then):
 
 
 def _without_consumption(snapshot):
+    """``snapshot`` without what a placed request changes: the
+    consumption counters, and the instances it counts on its hosts
+    until the view reads their instances again (as Nova's scheduler
+    does): those without an ``instances`` row.  (The per-message check
+    of the casts compares whole snapshots: an instance a dropped cast
+    carried would show there.)"""
     states, aggregates, members, instances = snapshot
-    states = {key: {k: v for k, v in fields.items()
+    known = _database_instances()
+    states = {key: {k: (sorted(known.intersection(v)) if k == 'instances'
+                        else v)
+                    for k, v in fields.items()
                     if k not in CONSUMPTION_FIELDS}
               for key, fields in states.items()}
+    instances = {host: (sorted(known.intersection(uuids)), updated)
+                 for host, (uuids, updated) in instances.items()}
     return states, aggregates, members, instances
+
+
+def _database_instances():
+    """The uuids of the ``instances`` rows."""
+    with db.get_engine().connect() as conn:
+        return set(conn.execute(sa.select(db.INSTANCES.c.uuid)).scalars())
 
 
 def db_dump():

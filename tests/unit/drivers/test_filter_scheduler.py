@@ -215,6 +215,24 @@ def test_the_instances_of_a_claimed_request_stay_on_their_hosts(ctx, conf):
     assert uuids[0] in states[chosen[0]].instances
 
 
+def test_an_instance_counted_on_its_host_carries_its_flavor(ctx, conf):
+    """TypeAffinityFilter reads the flavor of a host's instances: the
+    first instance of a request, counted on its host, is of the
+    request's flavor, so the second may join it."""
+    conf.set_override('enabled_filters', ['TypeAffinityFilter'],
+                      group='filter_scheduler')
+    _hosts(ctx, 8192)
+    uuids = [str(uuid.uuid4()) for _ in range(2)]
+    spec = seed.make_spec(num_instances=2, instance_uuid=uuids[0],
+                          project_id='project-t')
+    driver = _driver(ctx)
+    assert _chosen(driver.select_destinations(ctx, spec, uuids)) == [
+        'host0', 'host0']
+    placed = driver.host_manager.host_state_map['host0', 'host0'].instances
+    assert placed[uuids[1]].instance_type_id == spec.flavor.id
+    assert placed[uuids[1]].project_id == 'project-t'
+
+
 def test_retry_filter_skips_tried_hosts(ctx):
     _hosts(ctx, 4096, 8192)
     retry = request_spec.SchedulerRetries.from_dict(
