@@ -156,12 +156,16 @@ class Deployment:
             raise RuntimeError('scheduler-service exited with %s:\n%s'
                                % (self._process.returncode, self.log()))
 
-    def log(self):
+    def log(self, tail=5000):
+        """The service's log: its last ``tail`` characters (for a
+        failure's message), or all of it with ``tail=None`` (to look for
+        a line: every decision writes one)."""
         path = os.path.join(self.workdir, 'service.log')
         if not os.path.exists(path):
             return ''
         with open(path) as f:
-            return f.read()[-5000:]
+            text = f.read()
+        return text if tail is None else text[-tail:]
 
     def stop(self):
         """Stop the service; return the process exit status (0 for an
