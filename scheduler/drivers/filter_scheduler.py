@@ -46,8 +46,11 @@ operator's override (Nova before Placement).
 
 The driver never touches the HostTable, the plug-ins or the database:
 the pipeline (``scheduler.engine.pipeline``) filters and weighs and hands
-it a ``Ranking`` of HostStates, the host manager consumes, the
-reservation claims.
+it a ``Ranking`` of HostStates; a ``Decision`` per request
+(``scheduler.engine.decision``) consumes (host view, Placement view,
+server group), claims through the reservation, and is the one undo of
+every failure path: NoValidHost, a lost race, a caller given up on
+(``decision_timeout``), a database or Placement error.
 """
 
 import dataclasses
@@ -65,6 +68,7 @@ from scheduler.conf import CONF
 from scheduler.drivers import base
 from scheduler.engine import batching
 from scheduler.engine import deadline
+from scheduler.engine import decision as decision_lib
 from scheduler.engine import reservation
 from scheduler.objects import selection as selection_obj
 from scheduler.placement import view as placement_view
@@ -168,80 +172,67 @@ class FilterScheduler(base.Scheduler):
                         raise reservation.LostRace()
                     for placed in decided:
                         if placed.claiming:
-                            self.reservation.claim(
-                                context, placed.request.spec_obj,
-                                placed.selected, placed.uuids)
+                            placed.decision.claim(atomic)
                         if not atomic:
                             committed.append(placed)
             except reservation.LostRace:
-                self._decide_again(context, committed, [
+                self._decide_again(committed, [
                     d for d in decided if d not in committed])
                 return
             except Exception as exc:
-                self._undo(decided)
                 for placed in decided:
+                    placed.decision.undo()
                     placed.ticket.fail(exc)
                 return
         for placed in decided:
-            self._settle(context, placed)
+            placed.decision.committed()
+            self._settle(placed)
 
-    def _decide_again(self, context, committed, undone):
+    def _decide_again(self, committed, undone):
         """After a batch's lost race: answer those whose claims committed
         on their own (no shared transaction), decide the others again."""
         for placed in committed:
-            self._settle(context, placed)
-        self._undo(undone)
+            self._settle(placed)
+        for placed in undone:
+            placed.decision.undo()
         for placed in undone:
             self._decide_one(placed.ticket)
 
     def _place_request(self, context, states, ticket):
         """Place one request of a batch (``_place``) and build its
         Selections; a ``_Placed``, or None when it failed (the ticket then
-        has its error)."""
+        has its error, and the request's consumption is undone)."""
         request = ticket.request
         spec_obj = request.spec_obj
-        group = spec_obj.get('instance_group')
+        decision = None
         try:
             live_migration.check_requested_destination(states, spec_obj)
             num = self.num_instances(spec_obj, request.instance_uuids)
-            uuids = _instance_uuids(spec_obj, request.instance_uuids, num)
-            group_hosts = group.host_list() if group is not None else None
-            selected, ranking = self._place(
-                context, spec_obj, uuids, request.return_alternates,
-                claim_each=False)
-            selections = self._answer(selected, ranking,
+            decision = self._decision(context, spec_obj, _instance_uuids(
+                spec_obj, request.instance_uuids, num))
+            ranking = self._place(decision, request.return_alternates,
+                                  claim_each=False)
+            selections = self._answer(decision.selected, ranking,
                                       request.return_alternates)
         except Exception as exc:
+            if decision is not None:
+                decision.undo()
             ticket.fail(exc)
             return None
-        return _Placed(ticket, selected, uuids, self._claiming(spec_obj),
-                       group, group_hosts, selections)
+        return _Placed(ticket, decision, self._claiming(spec_obj),
+                       selections)
 
-    def _undo(self, decided):
-        """Forget the consumption of the placed requests of a batch that
-        committed nothing, and their hosts in their groups."""
-        for placed in decided:
-            self.host_manager.forget_consumption(placed.selected)
-            if placed.group is not None:
-                placed.group.hosts = placed.group_hosts
-                placed.group.obj_reset_changes(['hosts'])
-
-    def _settle(self, context, placed):
+    def _settle(self, placed):
         """After the batch's commit: keep a request's consumption and
         answer it, or, when its caller was answered DatabaseUnavailable
-        meanwhile, release its claims (``deadline.finish``)."""
+        meanwhile, undo it (``deadline.finish``)."""
         if placed.claiming:
-            self.host_manager.keep_consumption(placed.selected)
+            placed.decision.keep()
         if placed.request.deadline is None or \
                 placed.request.deadline.finish():
             placed.ticket.succeed(placed.selections)
             return
-        if placed.claiming:
-            self.reservation.release(context, placed.uuids)
-        self.host_manager.forget_consumption(placed.selected)
-        LOG.warning('Released the claims of a decision whose caller was '
-                    'answered DatabaseUnavailable (decision_timeout): %s',
-                    ', '.join(placed.uuids))
+        _abandon(placed.decision)
         placed.ticket.fail(deadline.Abandoned())
 
     def best_host(self, context, spec_obj):
@@ -258,51 +249,50 @@ class FilterScheduler(base.Scheduler):
 
     def _schedule(self, context, spec_obj, instance_uuids,
                   return_alternates):
-        manager = self.host_manager
         num = self.num_instances(spec_obj, instance_uuids)
         uuids = _instance_uuids(spec_obj, instance_uuids, num)
         claiming = self._claiming(spec_obj)
-        group = spec_obj.get('instance_group')
-        group_hosts = group.host_list() if group is not None else None
-        placed = []
+        decision = self._decision(context, spec_obj, uuids)
         try:
-            with self.reservation.decision(context, claiming):
+            with self.reservation.decision(context, claiming) as atomic:
                 states = self._read_hosts(context, spec_obj)
                 live_migration.check_requested_destination(states, spec_obj)
-                selected, ranking = self._place(context, spec_obj, uuids,
-                                                return_alternates,
-                                                claim_each=False)
-                placed = selected
+                ranking = self._place(decision, return_alternates,
+                                      claim_each=False)
                 if claiming:
-                    self.reservation.claim(context, spec_obj, selected,
-                                           uuids)
+                    decision.claim(atomic)
+            decision.committed()
         except reservation.LostRace:
             LOG.info(LOST_RACE + '%s: a node changed since this view '
                      'read it (another scheduler\'s claim or a usage '
                      'report); placing the request again, one claim per '
                      'instance', ', '.join(
-                         '%s:%s' % (s.host, s.nodename) for s in placed))
-            manager.forget_consumption(placed)
-            if group is not None:
-                group.hosts = group_hosts
-                group.obj_reset_changes(['hosts'])
-            selected, ranking = self._place_claiming_each(
-                context, spec_obj, uuids, return_alternates)
+                         '%s:%s' % (s.host, s.nodename)
+                         for s in decision.selected))
+            decision.undo()
+            decision = self._decision(context, spec_obj, uuids)
+            ranking = self._place_claiming_each(decision, return_alternates)
         except deadline.Abandoned:
             # Before the decision's transaction committed (rolled back);
-            # on SQLite the claims had committed on their own.
-            self._abandon(context, placed,
-                          uuids[:len(placed)] if claiming else [])
-        except Exception:
-            manager.forget_consumption(placed)  # a database error
+            # claims that committed on their own (SQLite, Placement) are
+            # released.
+            _abandon(decision)
             raise
-        else:
-            if claiming:
-                manager.keep_consumption(selected)
+        except Exception:
+            decision.undo()     # a database error
+            raise
+        if claiming:
+            decision.keep()
         if not deadline.finish():
-            self._abandon(context, selected, uuids[:len(selected)]
-                          if claiming else [])
-        return self._answer(selected, ranking, return_alternates)
+            _abandon(decision)
+            raise deadline.Abandoned()
+        return self._answer(decision.selected, ranking, return_alternates)
+
+    def _decision(self, context, spec_obj, uuids):
+        """The Decision of one request (``scheduler.engine.decision``)."""
+        return decision_lib.Decision(self.host_manager, self.placement,
+                                     self.reservation, context, spec_obj,
+                                     uuids)
 
     def _answer(self, selected, ranking, return_alternates):
         """The Selections of ``selected`` with their alternates from
@@ -333,20 +323,19 @@ class FilterScheduler(base.Scheduler):
                 self.host_manager.aggs_by_id.values())
         return states
 
-    def _place(self, context, spec_obj, uuids, return_alternates,
-               claim_each):
-        """Nova's loop: choose a host per instance and consume from it.
+    def _place(self, decision, return_alternates, claim_each):
+        """Nova's loop: choose a host per instance of ``decision``'s
+        request and consume from it (``Decision.consume``).
 
         With ``claim_each``, each chosen node is claimed before it is kept
-        (``_claim_first``).  Returns ``(selected HostStates, the Ranking
-        whose best candidates are the alternates)``; raises NoValidHost
-        (after forgetting the consumption and releasing the claims taken)
-        when fewer hosts than instances are found.
+        (``_claim_first``).  Returns the Ranking whose best candidates
+        are the alternates; raises NoValidHost (after undoing the
+        decision) when fewer hosts than instances are found.
         """
-        manager = self.host_manager
+        spec_obj = decision.spec_obj
+        uuids = decision.uuids
         num = len(uuids)
         ranking = self.pipeline.ranking(spec_obj)
-        selected = []
         max_hosts = CONF.scheduler.max_attempts if return_alternates else 1
         # The sorted hosts used after the last sort: the chosen ones, the
         # random pick's subset and the alternates.
@@ -362,23 +351,18 @@ class FilterScheduler(base.Scheduler):
             limited = final and not claim_each
             ranking.rank(index, limit=needed if limited else None)
             if claim_each:
-                self._claim_first(context, spec_obj, ranking, uuids[index])
+                self._claim_first(decision, ranking, index)
             if not len(ranking):
                 break
-            chosen = ranking.first()
-            manager.consume(chosen, spec_obj, uuids[index])
-            if self.placement is not None:
-                self.placement.consume(chosen.uuid)
-            group = spec_obj.get('instance_group')
-            if group is not None:
-                group.add_host(chosen.host)
-            selected.append(chosen)
-        if len(selected) < num:
-            _set_instance_uuid(spec_obj, first_uuid)
+            decision.consume(ranking.first(), index)
+        if len(decision.selected) < num:
             if ranking.refusal:
                 filters.log_refusal(spec_obj, ranking.refusal)
-            self._release(context, selected, spec_obj, num,
-                          uuids[:len(selected)] if claim_each else [])
+            _set_instance_uuid(spec_obj, first_uuid)
+            LOG.debug('Found %d of %d requested host(s) for instance %s',
+                      len(decision.selected), num, first_uuid)
+            decision.undo()
+            raise exception.NoValidHost(reason=NOT_ENOUGH_HOSTS)
         if realternate:
             # The hosts that could take one more instance: none of the
             # request's instances, each now on its host, is exempted
@@ -386,55 +370,31 @@ class FilterScheduler(base.Scheduler):
             _set_instance_uuid(spec_obj, None)
             ranking.rank(num - 1, pick=False, limit=needed)
         _set_instance_uuid(spec_obj, first_uuid)
-        return selected, ranking
+        return ranking
 
-    def _place_claiming_each(self, context, spec_obj, uuids,
-                             return_alternates):
+    def _place_claiming_each(self, decision, return_alternates):
         """``_place`` after a lost race, each instance's claim in a
-        transaction of its own; on an error, the claims taken are
-        released (they would otherwise last ``claim_timeout``)."""
-        self._read_hosts(context, spec_obj)
+        transaction of its own; on an error, the decision is undone (its
+        claims would otherwise last ``claim_timeout``)."""
+        self._read_hosts(decision.context, decision.spec_obj)
         try:
-            return self._place(context, spec_obj, uuids, return_alternates,
+            return self._place(decision, return_alternates,
                                claim_each=True)
-        except exception.NoValidHost:
-            raise               # _place released what it claimed
         except Exception:
-            self.reservation.release(context, uuids)
+            decision.undo()
             raise
 
-    def _abandon(self, context, selected, claimed_uuids):
-        """The caller was answered DatabaseUnavailable while this
-        decision waited (``scheduler.engine.deadline``): release the
-        claims it committed since, forget its consumption."""
-        if claimed_uuids:
-            self.reservation.release(context, claimed_uuids)
-        self.host_manager.forget_consumption(selected)
-        LOG.warning('Released the claims of a decision whose caller was '
-                    'answered DatabaseUnavailable (decision_timeout): %s',
-                    ', '.join(claimed_uuids) or 'none')
-        raise deadline.Abandoned()
-
-    def _claim_first(self, context, spec_obj, ranking, instance_uuid):
-        """Claim the best candidate of ``ranking``; when the claim is
-        refused (the reservation says why), forget that host's
-        consumption, drop it and try the next, until one is claimed or
-        none is left."""
+    def _claim_first(self, decision, ranking, index):
+        """Claim instance ``index`` on the best candidate of ``ranking``;
+        when the claim is refused (the reservation says why), have that
+        node read again, drop it and try the next, until one is claimed
+        or none is left."""
         while len(ranking):
             state = ranking.first()
-            if self.reservation.claim_one(context, spec_obj, state,
-                                          instance_uuid):
+            if decision.claim_one(state, index):
                 return
             self.host_manager.forget_consumption([state])
             ranking.drop_first()
-
-    def _release(self, context, selected, spec_obj, num, claimed_uuids):
-        if claimed_uuids:
-            self.reservation.release(context, claimed_uuids)
-        self.host_manager.forget_consumption(selected)
-        LOG.debug('Found %d of %d requested host(s) for instance %s',
-                  len(selected), num, spec_obj.obj_get('instance_uuid'))
-        raise exception.NoValidHost(reason=NOT_ENOUGH_HOSTS)
 
     def run_periodic_tasks(self, context):
         """Release the expired and superseded claims (the reservation's
@@ -499,16 +459,23 @@ class _Placed:
     """A request of a batch placed, its claims not committed yet."""
 
     ticket: batching.Ticket
-    selected: list
-    uuids: list
+    decision: decision_lib.Decision
     claiming: bool
-    group: Any
-    group_hosts: list | None
     selections: list
 
     @property
     def request(self):
         return self.ticket.request
+
+
+def _abandon(decision):
+    """The caller was answered DatabaseUnavailable while ``decision``
+    waited (``scheduler.engine.deadline``): undo it, claims included."""
+    released = ', '.join(decision.claimed) or 'none'
+    decision.undo()
+    LOG.warning('Released the claims of a decision whose caller was '
+                'answered DatabaseUnavailable (decision_timeout): %s',
+                released)
 
 
 def _abandoned(request_deadline):

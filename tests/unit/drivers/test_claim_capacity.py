@@ -117,12 +117,12 @@ def test_a_refused_claim_tries_every_ranked_host(ctx, caplog):
             assert claims.claim(ctx, node['id'], str(uuid.uuid4()),
                                 node['vcpus'] - node['vcpus_used'], 0, 0)
     small = seed.make_spec(vcpus=4, memory_mb=8192, root_gb=0)
+    decision = driver._decision(ctx, small, [small.instance_uuid])
     with caplog.at_level(logging.INFO):
         with manager.lock:
-            selected, _ranking = driver._place(
-                ctx, small, [small.instance_uuid], return_alternates=False,
-                claim_each=True)
-    assert [state.host for state in selected] == ['compute-0005']
+            driver._place(decision, return_alternates=False,
+                          claim_each=True)
+    assert [state.host for state in decision.selected] == ['compute-0005']
     # Ranked fifth or sixth: past the chosen host and its alternates.
     assert caplog.text.count(filter_scheduler.LOST_RACE) >= 4
     assert 'vcpus: 0.0 free of 80 x 1.0, 4 asked' in caplog.text

@@ -1,0 +1,127 @@
+"""One request's effects on the view and on the claims, and their undo.
+
+A driver places a request instance by instance; each choice changes the
+view before the next instance is ranked, and the choices are then
+claimed.  ``Decision`` holds those effects for one request and is the
+one place that makes and unmakes them:
+
+* ``consume(state, index)``: instance ``index`` counts on ``state``: in
+  the host view (``HostManager.consume``: its resources, and the
+  instance among the host's instances), in the Placement view when there
+  is one (``PlacementView.consume``: the allocation request it takes),
+  and in the request's server group (``group.add_host``, as Nova);
+* ``claim(atomic)``: the claims of every instance consumed, all or
+  none (``Reservation.claim``: raises LostRace with none kept); with
+  ``atomic`` they are in the transaction of the reservation's
+  ``decision`` and count as taken once ``committed()`` says it
+  committed (a rollback takes them back), else at once;
+  ``claim_one(state, index)`` claims one instance as its host is chosen;
+* ``keep()``: the request is answered; its consumption stays until the
+  nodes report (``HostManager.keep_consumption``);
+* ``undo()``: every failure path's one undo: the claims taken are
+  released (only those: an instance holding allocations of its own, as
+  an evacuated one does, keeps them; a release that fails is logged:
+  database claims then end with ``claim_timeout``), the consumption is
+  forgotten (the hosts are read again) and the group's hosts are put
+  back.
+
+A Decision is used under the host manager's lock, by one thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from oslo_log import log as logging
+
+from scheduler.engine import reservation as reservation_lib
+from scheduler.host_state import HostState
+
+LOG = logging.getLogger(__name__)
+
+
+class Decision:
+    """The effects of one request (see the module).
+
+    ``manager``: the HostManager; ``placement``: the PlacementView, or
+    None outside Placement mode; ``reservation``: the Reservation;
+    ``spec_obj``: the RequestSpec; ``uuids``: one instance uuid per
+    instance, in order."""
+
+    def __init__(self, manager: Any, placement: Any,
+                 reservation: reservation_lib.Reservation, context: Any,
+                 spec_obj: Any, uuids: Sequence[str]) -> None:
+        self.manager = manager
+        self.placement = placement
+        self.reservation = reservation
+        self.context = context
+        self.spec_obj = spec_obj
+        self.uuids = list(uuids)
+        # The HostStates chosen, one per instance consumed, in order.
+        self.selected: list[HostState] = []
+        # The instances whose claims were taken: what ``undo`` releases;
+        # and those claimed in a transaction not committed yet.
+        self.claimed: list[str] = []
+        self._pending: list[str] = []
+        group = spec_obj.get('instance_group')
+        self._group = group
+        self._group_hosts = group.host_list() if group is not None else None
+
+    def consume(self, state: HostState, index: int) -> None:
+        """Count instance ``index`` on ``state`` (see the module)."""
+        self.manager.consume(state, self.spec_obj, self.uuids[index])
+        if self.placement is not None:
+            self.placement.consume(state.uuid)
+        if self._group is not None:
+            self._group.add_host(state.host)
+        self.selected.append(state)
+
+    def claim(self, atomic: bool) -> None:
+        """Claim every instance consumed, all or none; raises LostRace
+        (nothing kept).  ``atomic``: in the decision's transaction (see
+        ``committed``)."""
+        taken = self.uuids[:len(self.selected)]
+        self.reservation.claim(self.context, self.spec_obj, self.selected,
+                               taken)
+        if atomic:
+            self._pending = taken
+        else:
+            self.claimed = taken
+
+    def committed(self) -> None:
+        """The decision's transaction committed: the claims made in it
+        are taken."""
+        self.claimed += self._pending
+        self._pending = []
+
+    def claim_one(self, state: HostState, index: int) -> bool:
+        """Claim instance ``index`` on ``state`` (before it is consumed);
+        False when refused (the reservation logs why)."""
+        uuid = self.uuids[index]
+        if not self.reservation.claim_one(self.context, self.spec_obj,
+                                          state, uuid):
+            return False
+        self.claimed.append(uuid)
+        return True
+
+    def keep(self) -> None:
+        """The request is answered: keep its consumption."""
+        self.manager.keep_consumption(self.selected)
+
+    def undo(self) -> None:
+        """Release the claims taken, forget the consumption, put the
+        group's hosts back; a second call does nothing."""
+        self._pending = []
+        if self.claimed:
+            claimed, self.claimed = self.claimed, []
+            try:
+                self.reservation.release(self.context, claimed)
+            except Exception as exc:
+                LOG.warning('Could not release the claims of %s: %s',
+                            ', '.join(claimed), exc)
+        selected, self.selected = self.selected, []
+        self.manager.forget_consumption(selected)
+        if self._group is not None:
+            self._group.hosts = list(self._group_hosts)
+            self._group.obj_reset_changes(['hosts'])
