@@ -5,8 +5,9 @@ weighers, ``scheduler.engine.pipeline``) and a Reservation (claims,
 ``scheduler.engine.reservation``), and answers ``select_destinations`` with one
 list of ``Selection`` objects per instance (the chosen host first, then
 alternates), or raises NoValidHost.  It follows Nova's driver API of
-Queens; with ``[scheduler] use_placement`` the candidates and claims are
-Placement's (``scheduler.placement``).
+Queens; where its candidates come from and how they are claimed is its
+candidate source's (``scheduler.engine.candidates``): every host with
+database claims, or Placement's with ``[scheduler] use_placement``.
 """
 
 import random
@@ -14,11 +15,24 @@ import random
 from scheduler import host_manager
 from scheduler import servicegroup
 from scheduler.conf import CONF
+from scheduler.engine import candidates
 from scheduler.engine import pipeline
 from scheduler.engine import reservation
-from scheduler.placement import client as placement_client
-from scheduler.placement import reservation as placement_reservation
-from scheduler.placement import view as placement_view
+
+
+def candidate_source(conf):
+    """The CandidateSource of ``conf``, with its reservation
+    (``scheduler.engine.candidates``): Placement's with ``[scheduler]
+    use_placement`` (its view loaded before the service answers; raises
+    PlacementUnavailable when it cannot be), else every host of the
+    view with database claims."""
+    if not conf.scheduler.use_placement:
+        return candidates.AllHosts(reservation.SqlReservation())
+    from scheduler.placement import client
+    from scheduler.placement import source
+    from scheduler.placement import view
+    return source.PlacementSource(view.from_config(conf),
+                                  client.PlacementClient(conf=conf))
 
 
 class Scheduler:
@@ -28,26 +42,21 @@ class Scheduler:
         self.host_manager = host_manager.load(context)
         self.notifier = notifier
         self.random = random.Random(CONF.scheduler.random_seed)
-        # Placement mode: its view is loaded before the service answers.
-        self.placement = (placement_view.from_config(CONF)
-                          if CONF.scheduler.use_placement else None)
+        self.candidates = candidate_source(CONF)
+        self.reservation: reservation.Reservation = (
+            self.candidates.reservation)
         # Loading the plug-ins checks their names at start (any driver).
         self.pipeline = pipeline.Pipeline(self.host_manager, self.random,
-                                          self.placement)
-        self.reservation: reservation.Reservation = (
-            reservation.SqlReservation() if self.placement is None else
-            placement_reservation.PlacementReservation(
-                self.placement, placement_client.PlacementClient(conf=CONF)))
+                                          self.candidates.check())
 
     def run_periodic_tasks(self, context):
         """Hook run every ``[scheduler] periodic_task_interval`` seconds."""
 
     def stop(self):
-        """Release what the driver holds beyond its decisions: in
-        Placement mode, the Placement view's usage watch and database
-        connections."""
-        if self.placement is not None:
-            self.placement.close()
+        """Release what the driver holds beyond its decisions (the
+        candidate source's: in Placement mode, the Placement view's usage
+        watch and database connections)."""
+        self.candidates.stop()
 
     def hosts_up(self, context, host_states):
         """The HostStates whose compute service is enabled and up."""

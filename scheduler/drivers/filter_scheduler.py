@@ -54,14 +54,12 @@ every failure path: NoValidHost, a lost race, a caller given up on
 """
 
 import dataclasses
-import functools
 from typing import Any
 
 from oslo_log import log as logging
 from oslo_utils import uuidutils
 
 from scheduler import exception
-from scheduler import filters
 from scheduler import live_migration
 from scheduler import notifications
 from scheduler.conf import CONF
@@ -71,7 +69,6 @@ from scheduler.engine import deadline
 from scheduler.engine import decision as decision_lib
 from scheduler.engine import reservation
 from scheduler.objects import selection as selection_obj
-from scheduler.placement import view as placement_view
 
 LOG = logging.getLogger(__name__)
 
@@ -123,7 +120,7 @@ class FilterScheduler(base.Scheduler):
                 ticket.fail(deadline.Abandoned())
             else:
                 waiting.append(ticket)
-        if len(waiting) > 1 and self.placement is None:
+        if len(waiting) > 1 and self.candidates.batches:
             self._decide_together(waiting)
         else:
             for ticket in waiting:
@@ -290,9 +287,8 @@ class FilterScheduler(base.Scheduler):
 
     def _decision(self, context, spec_obj, uuids):
         """The Decision of one request (``scheduler.engine.decision``)."""
-        return decision_lib.Decision(self.host_manager, self.placement,
-                                     self.reservation, context, spec_obj,
-                                     uuids)
+        return decision_lib.Decision(self.host_manager, self.candidates,
+                                     context, spec_obj, uuids)
 
     def _answer(self, selected, ranking, return_alternates):
         """The Selections of ``selected`` with their alternates from
@@ -304,23 +300,17 @@ class FilterScheduler(base.Scheduler):
         return self._selections(selected, alternates, max_hosts)
 
     def _claiming(self, spec_obj):
-        """Whether the chosen hosts are claimed: in Placement mode always
-        but for a rebuild (Nova claims nothing for one); else with
-        ``[scheduler] claim_resources``, forced hosts excepted."""
-        if self.placement is not None:
-            return not _rebuild(spec_obj)
-        return CONF.scheduler.claim_resources and not _forced(spec_obj)
+        """Whether the chosen hosts are claimed (the candidate source
+        says: in Placement mode always but for a rebuild, else with
+        ``[scheduler] claim_resources``, forced hosts excepted)."""
+        return self.candidates.claiming(spec_obj)
 
     def _read_hosts(self, context, spec_obj):
-        """The HostStates, refreshed; in Placement mode, the Placement
-        view too, and the request's allocation candidates (none asked
-        for a rebuild)."""
+        """The HostStates, refreshed, and the request's candidates taken
+        by the candidate source (``spec_obj`` None: none yet)."""
         states = self.host_manager.get_all_host_states(context)
-        if self.placement is not None and not _rebuild(spec_obj):
-            self.placement.refresh()
-            self.placement.select(
-                spec_obj, functools.partial(_find_nodes, states),
-                self.host_manager.aggs_by_id.values())
+        self.candidates.select(spec_obj, states,
+                               self.host_manager.aggs_by_id.values())
         return states
 
     def _place(self, decision, return_alternates, claim_each):
@@ -356,8 +346,7 @@ class FilterScheduler(base.Scheduler):
                 break
             decision.consume(ranking.first(), index)
         if len(decision.selected) < num:
-            if ranking.refusal:
-                filters.log_refusal(spec_obj, ranking.refusal)
+            ranking.log_refusal()
             _set_instance_uuid(spec_obj, first_uuid)
             LOG.debug('Found %d of %d requested host(s) for instance %s',
                       len(decision.selected), num, first_uuid)
@@ -413,20 +402,19 @@ class FilterScheduler(base.Scheduler):
         Selections are values, built once per host (building one is most
         of this method's cost), and the RPC layer serialises each list
         in full.  In Placement mode each carries its host's allocation
-        request (``allocation_request``, JSON, and its microversion)."""
+        request (``allocation_request``, JSON, and its microversion; the
+        candidate source's)."""
         made = {}
-        placement = self.placement
+        source = self.candidates
 
         def selection(state):
             key = (state.host, state.nodename)
             if key not in made:
                 made[key] = selection_obj.Selection.from_host_state(state)
-                if placement is not None:
-                    request = placement.allocation_request_json(state.uuid)
-                    made[key].allocation_request = request
-                    made[key].allocation_request_version = (
-                        None if request is None
-                        else placement_view.ALLOCATION_REQUEST_VERSION)
+                request = source.allocation_request(state)
+                if request is not None:
+                    (made[key].allocation_request,
+                     made[key].allocation_request_version) = request
             return made[key]
 
         chosen_keys = {(s.host, s.nodename) for s in selected}
@@ -499,20 +487,3 @@ def _set_instance_uuid(spec_obj, uuid):
     elif spec_obj.obj_attr_is_set('instance_uuid'):
         delattr(spec_obj, '_obj_instance_uuid')
     spec_obj.obj_reset_changes(['instance_uuid'])
-
-
-def _forced(spec_obj):
-    return bool(spec_obj.get('force_hosts') or spec_obj.get('force_nodes'))
-
-
-def _rebuild(spec_obj):
-    return spec_obj.get_scheduler_hint('_nova_check_type') == 'rebuild'
-
-
-def _find_nodes(states, host, node, cell):
-    """The HostStates of ``states`` on service host ``host`` and/or of
-    hypervisor node ``node`` (``cell`` is not needed: host names are
-    unique across cells)."""
-    return [state for state in states
-            if (host is None or state.host == host) and
-            (node is None or state.nodename == node)]

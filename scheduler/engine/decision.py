@@ -7,9 +7,10 @@ one place that makes and unmakes them:
 
 * ``consume(state, index)``: instance ``index`` counts on ``state``: in
   the host view (``HostManager.consume``: its resources, and the
-  instance among the host's instances), in the Placement view when there
-  is one (``PlacementView.consume``: the allocation request it takes),
-  and in the request's server group (``group.add_host``, as Nova);
+  instance among the host's instances), in the candidate source
+  (``CandidateSource.consume``: in Placement mode, the allocation
+  request it takes), and in the request's server group
+  (``group.add_host``, as Nova);
 * ``claim(atomic)``: the claims of every instance consumed, all or
   none (``Reservation.claim``: raises LostRace with none kept); with
   ``atomic`` they are in the transaction of the reservation's
@@ -35,7 +36,7 @@ from typing import Any
 
 from oslo_log import log as logging
 
-from scheduler.engine import reservation as reservation_lib
+from scheduler.engine import candidates
 from scheduler.host_state import HostState
 
 LOG = logging.getLogger(__name__)
@@ -44,17 +45,17 @@ LOG = logging.getLogger(__name__)
 class Decision:
     """The effects of one request (see the module).
 
-    ``manager``: the HostManager; ``placement``: the PlacementView, or
-    None outside Placement mode; ``reservation``: the Reservation;
+    ``manager``: the HostManager; ``source``: the CandidateSource
+    (``scheduler.engine.candidates``), whose reservation claims;
     ``spec_obj``: the RequestSpec; ``uuids``: one instance uuid per
     instance, in order."""
 
-    def __init__(self, manager: Any, placement: Any,
-                 reservation: reservation_lib.Reservation, context: Any,
-                 spec_obj: Any, uuids: Sequence[str]) -> None:
+    def __init__(self, manager: Any, source: candidates.CandidateSource,
+                 context: Any, spec_obj: Any,
+                 uuids: Sequence[str]) -> None:
         self.manager = manager
-        self.placement = placement
-        self.reservation = reservation
+        self.source = source
+        self.reservation = source.reservation
         self.context = context
         self.spec_obj = spec_obj
         self.uuids = list(uuids)
@@ -71,8 +72,7 @@ class Decision:
     def consume(self, state: HostState, index: int) -> None:
         """Count instance ``index`` on ``state`` (see the module)."""
         self.manager.consume(state, self.spec_obj, self.uuids[index])
-        if self.placement is not None:
-            self.placement.consume(state.uuid)
+        self.source.consume(state)
         if self._group is not None:
             self._group.add_host(state.host)
         self.selected.append(state)

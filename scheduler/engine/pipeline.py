@@ -22,8 +22,7 @@ from scheduler import filters
 from scheduler import moves
 from scheduler import weights
 from scheduler.conf import CONF
-from scheduler.filters import claim_capacity
-from scheduler.filters import placement_candidates
+from scheduler.engine import candidates
 from scheduler.host_state import HostState
 from scheduler.weights.weighing import Weighing
 
@@ -31,6 +30,8 @@ LOG = logging.getLogger(__name__)
 
 # How many of the best weighed hosts a DEBUG line lists.
 LOGGED_WEIGHED = 20
+# ``Pipeline``'s default check: the claims' own (candidates.claims_check).
+CLAIMS_CHECK = object()
 
 
 def enabled_filter_names() -> list[str]:
@@ -50,9 +51,11 @@ class Pipeline:
 
     def __init__(self, view: Any,
                  rng: random.Random | None = None,
-                 placement: Any = None) -> None:
-        """Load the plug-ins.  ``placement``: the PlacementView of the
-        Placement mode, whose candidates are checked first.  Raises
+                 check: Any = CLAIMS_CHECK) -> None:
+        """Load the plug-ins.  ``check``: the candidate source's filter,
+        run before the enabled ones (``scheduler.engine.candidates``:
+        Placement's candidates, or, by default, the claims' own capacity
+        check with ``[scheduler] claim_resources``), or None.  Raises
         SchedulerHostFilterNotFound / ClassNotFound for a bad plug-in
         name."""
         self.view = view
@@ -61,14 +64,11 @@ class Pipeline:
         self.enabled_filters = filters.load_filters(
             CONF.filter_scheduler.available_filters,
             enabled_filter_names())
-        # What runs: Placement's candidates first in Placement mode, else
-        # the claims' own check first when nodes are claimed.
+        if check is CLAIMS_CHECK:
+            check = candidates.claims_check()
         self.filters = list(self.enabled_filters)
-        if placement is not None:
-            self.filters.insert(
-                0, placement_candidates.PlacementCandidatesFilter(placement))
-        elif CONF.scheduler.claim_resources:
-            self.filters.insert(0, claim_capacity.ClaimCapacityFilter())
+        if check is not None:
+            self.filters.insert(0, check)
         self.weight_handler = weights.HostWeightHandler()
         self.weighers = weights.load_weighers(
             CONF.filter_scheduler.weight_classes)
@@ -276,6 +276,14 @@ class Ranking:
         if not weighing.update(changed, removed):
             return None
         return weighing.sorted_totals
+
+    def log_refusal(self) -> None:
+        """Log, as Nova does, the filter that left no host for the
+        request's instance (``filters.log_refusal``), when the last
+        filtering left none; the driver calls it when it refuses the
+        request."""
+        if self.refusal:
+            filters.log_refusal(self.spec_obj, self.refusal)
 
     def _add_limit_filters(self, ran, history, rows):
         """Keep the filters whose limits to apply, and the filters'

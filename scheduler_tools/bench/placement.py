@@ -738,11 +738,11 @@ def measure_decisions(url: str, database_url: str, size: int,
                 ctx, request.spec), measured)
             # The same decisions again at once, the usage watch stopped
             # (its cost, side by side), then watched again.
-            driver.placement.watch.stop()
+            driver.candidates.view.watch.stop()
             unwatched = _latencies_ms(lambda request: driver.best_host(
                 ctx, request.spec), measured)
-            driver.placement.watch_usages(
-                driver.placement.watch.interval)
+            driver.candidates.view.watch_usages(
+                driver.candidates.view.watch.interval)
             decided = _latencies_ms(
                 lambda request: driver.select_destinations(
                     ctx, request.spec, request.instance_uuids), measured)
@@ -779,7 +779,7 @@ def measure_freed(api: Any, driver: Any, consumers: Sequence[str],
     the provider's usage without it (as decisions arriving then would
     see it).  Raises BenchError when one is not seen within
     ``FREED_TIMEOUT_S``."""
-    view = driver.placement
+    view = driver.candidates.view
     latencies = []
     for consumer in consumers[:rounds]:
         held = call_json(api, 'GET', '/allocations/%s' % consumer)[
@@ -813,7 +813,7 @@ def _memory_used(view: Any, rp_uuid: str) -> int:
 def _read_usages(driver: Any) -> None:
     """One full read of the usage watch: every provider's usage read
     and compared with the view (what it does when anything changed)."""
-    watch = driver.placement.watch
+    watch = driver.candidates.view.watch
     with watch.engine.connect() as connection:
         usages = database.read_usages(connection)
     watch.reconcile(usages)

@@ -298,11 +298,11 @@ def test_usage_freed_without_a_generation_bump_is_seen(fleet, api, conf,
 def test_the_usage_watch_stops_with_the_driver(fleet, api):
     ctx = fleet(_node('pm-watch'))
     driver = filter_scheduler.FilterScheduler(ctx)
-    thread = driver.placement.watch._thread
+    thread = driver.candidates.view.watch._thread
     assert thread.is_alive()
     driver.stop()
     assert not thread.is_alive()
-    assert driver.placement.watch is None
+    assert driver.candidates.view.watch is None
 
 
 def test_bare_metal_nodes_by_their_custom_resource_class(fleet, api, conf):

@@ -1,7 +1,7 @@
 """Decision: one request's consumption and claims, and the one undo every
 failure path takes, over recording stand-ins of the host manager, the
-Placement view and the reservation (the driver's tests run it over the
-real ones)."""
+candidate source and the reservation (the driver's tests run it over
+the real ones)."""
 
 import logging
 import uuid
@@ -54,22 +54,26 @@ class Recorder:
         return len(instance_uuids)
 
 
-class PlacementRecorder:
-    def __init__(self):
+class SourceRecorder:
+    """A candidate source whose reservation is ``reservation``."""
+
+    def __init__(self, reservation):
+        self.reservation = reservation
         self.consumed = []
 
-    def consume(self, uuid):
-        self.consumed.append(uuid)
+    def consume(self, state):
+        self.consumed.append(state.uuid)
 
 
-def _decision(recorder, placement=None, group=True, count=2):
+def _decision(recorder, source=None, group=True, count=2):
     spec = fakes.fake_spec(instance_uuid=UUIDS[0])
     if group:
         spec.instance_group = group_obj.InstanceGroup(
             uuid=str(uuid.uuid4()), policies=['anti-affinity'],
             members=UUIDS[:count], hosts=['old'])
-    return decision_lib.Decision(recorder, placement, recorder, None,
-                                 spec, UUIDS[:count]), spec
+    source = source or SourceRecorder(recorder)
+    return decision_lib.Decision(recorder, source, None, spec,
+                                 UUIDS[:count]), spec
 
 
 def _hosts(*names):
@@ -77,13 +81,14 @@ def _hosts(*names):
 
 
 def test_consume_counts_everywhere_and_undo_puts_it_all_back():
-    recorder, placement = Recorder(), PlacementRecorder()
-    decision, spec = _decision(recorder, placement)
+    recorder = Recorder()
+    source = SourceRecorder(recorder)
+    decision, spec = _decision(recorder, source)
     a, b = _hosts('a', 'b')
     decision.consume(a, 0)
     decision.consume(b, 1)
     assert spec.instance_group.hosts == ['old', 'a', 'b']
-    assert placement.consumed == [a.uuid, b.uuid]
+    assert source.consumed == [a.uuid, b.uuid]
     decision.undo()
     assert recorder.calls == [('consume', 'a', UUIDS[0]),
                               ('consume', 'b', UUIDS[1]),

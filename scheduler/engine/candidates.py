@@ -1,0 +1,107 @@
+"""Where a request's candidate hosts come from, and how they are claimed.
+
+A ``CandidateSource`` says which hosts of the view a request may use and
+how its choices are claimed; the driver and the pipeline ask it, and
+never which mode the service runs in:
+
+* ``AllHosts`` (the default): every host of the host view; with
+  ``[scheduler] claim_resources`` the claims' own capacity check runs
+  first (``ClaimCapacityFilter``) and the chosen nodes are claimed in
+  the database (``SqlReservation``), forced hosts excepted; several
+  requests may be decided together, their claims in one transaction;
+* ``scheduler.placement.source.PlacementSource`` (``[scheduler]
+  use_placement``): Placement's allocation candidates, computed in
+  memory, checked first (``PlacementCandidatesFilter``), consumed as
+  each instance is placed, carried in the Selections, and claimed in
+  Placement (``PlacementReservation``), a rebuild excepted; requests are
+  decided one by one.
+
+The drivers build the source with its reservation
+(``scheduler.drivers.base.candidate_source``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+from typing import Protocol
+
+from scheduler.conf import CONF
+from scheduler.engine import reservation as reservation_lib
+from scheduler.filters import claim_capacity
+from scheduler.host_state import HostState
+
+
+class CandidateSource(Protocol):
+    """Which hosts a request may use, and its claims (see the module)."""
+
+    #: The claims of the chosen hosts.
+    reservation: reservation_lib.Reservation
+    #: Whether requests that arrive together may be decided together,
+    #: their claims in one transaction.
+    batches: bool
+
+    def check(self) -> Any:
+        """The filter that runs before the enabled ones (a
+        BaseHostFilter), or None."""
+
+    def claiming(self, spec_obj: Any) -> bool:
+        """Whether the hosts chosen for ``spec_obj`` are claimed."""
+
+    def select(self, spec_obj: Any, states: list[HostState],
+               aggregates: Iterable[Any]) -> None:
+        """Take ``spec_obj``'s candidates (``states``: the host view,
+        refreshed; ``aggregates``: its aggregates) for the checks,
+        consumptions and allocation requests that follow."""
+
+    def consume(self, state: HostState) -> None:
+        """Count one more instance of the current request on ``state``."""
+
+    def allocation_request(self, state: HostState
+                           ) -> tuple[str, str] | None:
+        """``(allocation request JSON, its microversion)`` of the current
+        request on ``state``, for its Selection; None when there is
+        none."""
+
+    def stop(self) -> None:
+        """Release what the source holds (threads, connections)."""
+
+
+def claims_check() -> Any:
+    """The claims' own capacity check (``ClaimCapacityFilter``) with
+    ``[scheduler] claim_resources``, else None."""
+    if CONF.scheduler.claim_resources:
+        return claim_capacity.ClaimCapacityFilter()
+    return None
+
+
+class AllHosts:
+    """Every host of the host view; database claims (see the module)."""
+
+    batches = True
+
+    def __init__(self, reservation: reservation_lib.Reservation) -> None:
+        self.reservation = reservation
+
+    def check(self) -> Any:
+        return claims_check()
+
+    def claiming(self, spec_obj: Any) -> bool:
+        """With ``[scheduler] claim_resources``, but for forced hosts or
+        nodes (an operator's override, as Nova before Placement)."""
+        return CONF.scheduler.claim_resources and not bool(
+            spec_obj.get('force_hosts') or spec_obj.get('force_nodes'))
+
+    def select(self, spec_obj: Any, states: list[HostState],
+               aggregates: Iterable[Any]) -> None:
+        """Nothing to take: every host is a candidate."""
+
+    def consume(self, state: HostState) -> None:
+        """Nothing to count beyond the host view."""
+
+    def allocation_request(self, state: HostState
+                           ) -> tuple[str, str] | None:
+        return None
+
+    def stop(self) -> None:
+        """Nothing held."""
