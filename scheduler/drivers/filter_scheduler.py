@@ -64,11 +64,11 @@ from scheduler import live_migration
 from scheduler import notifications
 from scheduler.conf import CONF
 from scheduler.drivers import base
+from scheduler.engine import answer
 from scheduler.engine import batching
 from scheduler.engine import deadline
 from scheduler.engine import decision as decision_lib
 from scheduler.engine import reservation
-from scheduler.objects import selection as selection_obj
 
 LOG = logging.getLogger(__name__)
 
@@ -152,7 +152,7 @@ class FilterScheduler(base.Scheduler):
         with deadline.acting_for(None):
             try:
                 with self.reservation.decision(context, claiming=any(
-                        self._claiming(t.request.spec_obj)
+                        self.candidates.claiming(t.request.spec_obj)
                         for t in tickets)) as atomic:
                     states = None
                     for ticket in tickets:
@@ -216,21 +216,20 @@ class FilterScheduler(base.Scheduler):
                 decision.undo()
             ticket.fail(exc)
             return None
-        return _Placed(ticket, decision, self._claiming(spec_obj),
+        return _Placed(ticket, decision, self.candidates.claiming(spec_obj),
                        selections)
 
     def _settle(self, placed):
-        """After the batch's commit: keep a request's consumption and
-        answer it, or, when its caller was answered DatabaseUnavailable
-        meanwhile, undo it (``deadline.finish``)."""
-        if placed.claiming:
-            placed.decision.keep()
-        if placed.request.deadline is None or \
-                placed.request.deadline.finish():
+        """After the batch's commit: answer a request, or fail it when
+        its caller was answered DatabaseUnavailable meanwhile
+        (``Decision.settle``)."""
+        request_deadline = placed.request.deadline
+        if placed.decision.settle(placed.claiming, (
+                request_deadline.finish if request_deadline is not None
+                else lambda: True)):
             placed.ticket.succeed(placed.selections)
-            return
-        _abandon(placed.decision)
-        placed.ticket.fail(deadline.Abandoned())
+        else:
+            placed.ticket.fail(deadline.Abandoned())
 
     def best_host(self, context, spec_obj):
         """The HostState the next decision for ``spec_obj`` would choose
@@ -248,7 +247,7 @@ class FilterScheduler(base.Scheduler):
                   return_alternates):
         num = self.num_instances(spec_obj, instance_uuids)
         uuids = _instance_uuids(spec_obj, instance_uuids, num)
-        claiming = self._claiming(spec_obj)
+        claiming = self.candidates.claiming(spec_obj)
         decision = self._decision(context, spec_obj, uuids)
         try:
             with self.reservation.decision(context, claiming) as atomic:
@@ -273,15 +272,12 @@ class FilterScheduler(base.Scheduler):
             # Before the decision's transaction committed (rolled back);
             # claims that committed on their own (SQLite, Placement) are
             # released.
-            _abandon(decision)
+            decision.abandon()
             raise
         except Exception:
             decision.undo()     # a database error
             raise
-        if claiming:
-            decision.keep()
-        if not deadline.finish():
-            _abandon(decision)
+        if not decision.settle(claiming, deadline.finish):
             raise deadline.Abandoned()
         return self._answer(decision.selected, ranking, return_alternates)
 
@@ -292,18 +288,9 @@ class FilterScheduler(base.Scheduler):
 
     def _answer(self, selected, ranking, return_alternates):
         """The Selections of ``selected`` with their alternates from
-        ``ranking``, limits written."""
-        max_hosts = CONF.scheduler.max_attempts if return_alternates else 1
-        # Enough hosts for every list, even if all chosen ones come first.
-        alternates = ranking.best(max_hosts + len(selected))
-        ranking.apply_limits(selected + alternates)
-        return self._selections(selected, alternates, max_hosts)
-
-    def _claiming(self, spec_obj):
-        """Whether the chosen hosts are claimed (the candidate source
-        says: in Placement mode always but for a rebuild, else with
-        ``[scheduler] claim_resources``, forced hosts excepted)."""
-        return self.candidates.claiming(spec_obj)
+        ``ranking`` (``scheduler.engine.answer``)."""
+        return answer.answer(selected, ranking, return_alternates,
+                             self.candidates)
 
     def _read_hosts(self, context, spec_obj):
         """The HostStates, refreshed, and the request's candidates taken
@@ -318,7 +305,7 @@ class FilterScheduler(base.Scheduler):
         request and consume from it (``Decision.consume``).
 
         With ``claim_each``, each chosen node is claimed before it is kept
-        (``_claim_first``).  Returns the Ranking whose best candidates
+        (``Decision.claim_best``).  Returns the Ranking whose best candidates
         are the alternates; raises NoValidHost (after undoing the
         decision) when fewer hosts than instances are found.
         """
@@ -341,7 +328,7 @@ class FilterScheduler(base.Scheduler):
             limited = final and not claim_each
             ranking.rank(index, limit=needed if limited else None)
             if claim_each:
-                self._claim_first(decision, ranking, index)
+                decision.claim_best(ranking, index)
             if not len(ranking):
                 break
             decision.consume(ranking.first(), index)
@@ -373,18 +360,6 @@ class FilterScheduler(base.Scheduler):
             decision.undo()
             raise
 
-    def _claim_first(self, decision, ranking, index):
-        """Claim instance ``index`` on the best candidate of ``ranking``;
-        when the claim is refused (the reservation says why), have that
-        node read again, drop it and try the next, until one is claimed
-        or none is left."""
-        while len(ranking):
-            state = ranking.first()
-            if decision.claim_one(state, index):
-                return
-            self.host_manager.forget_consumption([state])
-            ranking.drop_first()
-
     def run_periodic_tasks(self, context):
         """Release the expired and superseded claims (the reservation's
         ``reconcile``)."""
@@ -392,43 +367,6 @@ class FilterScheduler(base.Scheduler):
             counts = self.reservation.reconcile(context)
             LOG.debug('Claims released: %(expired)d expired, '
                       '%(superseded)d superseded', counts)
-
-    def _selections(self, selected, alternates, max_hosts):
-        """One list of Selection per instance: its chosen host, then the
-        best alternates of the same cell that no instance was given.
-
-        A host in several lists (an alternate of every instance, or
-        chosen for several) is one Selection object in all of them:
-        Selections are values, built once per host (building one is most
-        of this method's cost), and the RPC layer serialises each list
-        in full.  In Placement mode each carries its host's allocation
-        request (``allocation_request``, JSON, and its microversion; the
-        candidate source's)."""
-        made = {}
-        source = self.candidates
-
-        def selection(state):
-            key = (state.host, state.nodename)
-            if key not in made:
-                made[key] = selection_obj.Selection.from_host_state(state)
-                request = source.allocation_request(state)
-                if request is not None:
-                    (made[key].allocation_request,
-                     made[key].allocation_request_version) = request
-            return made[key]
-
-        chosen_keys = {(s.host, s.nodename) for s in selected}
-        result = []
-        for state in selected:
-            picks = [selection(state)]
-            for alt in alternates:
-                if len(picks) >= max_hosts:
-                    break
-                if (alt.cell_uuid == state.cell_uuid and
-                        (alt.host, alt.nodename) not in chosen_keys):
-                    picks.append(selection(alt))
-            result.append(picks)
-        return result
 
 
 @dataclasses.dataclass
@@ -454,16 +392,6 @@ class _Placed:
     @property
     def request(self):
         return self.ticket.request
-
-
-def _abandon(decision):
-    """The caller was answered DatabaseUnavailable while ``decision``
-    waited (``scheduler.engine.deadline``): undo it, claims included."""
-    released = ', '.join(decision.claimed) or 'none'
-    decision.undo()
-    LOG.warning('Released the claims of a decision whose caller was '
-                'answered DatabaseUnavailable (decision_timeout): %s',
-                released)
 
 
 def _abandoned(request_deadline):

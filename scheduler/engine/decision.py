@@ -16,9 +16,13 @@ one place that makes and unmakes them:
   ``atomic`` they are in the transaction of the reservation's
   ``decision`` and count as taken once ``committed()`` says it
   committed (a rollback takes them back), else at once;
-  ``claim_one(state, index)`` claims one instance as its host is chosen;
+  ``claim_one(state, index)`` claims one instance as its host is chosen,
+  ``claim_best(ranking, index)`` the best host of a ranking that takes
+  the claim (after a lost race);
 * ``keep()``: the request is answered; its consumption stays until the
-  nodes report (``HostManager.keep_consumption``);
+  nodes report (``HostManager.keep_consumption``); ``settle`` keeps it
+  or, when the caller was answered DatabaseUnavailable meanwhile,
+  ``abandon``s the decision (an ``undo`` that says so);
 * ``undo()``: every failure path's one undo: the claims taken are
   released (only those: an instance holding allocations of its own, as
   an evacuated one does, keeps them; a release that fails is logged:
@@ -31,6 +35,7 @@ A Decision is used under the host manager's lock, by one thread.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Sequence
 from typing import Any
 
@@ -105,9 +110,44 @@ class Decision:
         self.claimed.append(uuid)
         return True
 
+    def claim_best(self, ranking: Any, index: int) -> None:
+        """Claim instance ``index`` on the best candidate of ``ranking``
+        (``scheduler.engine.pipeline.Ranking``); when the claim is
+        refused (the reservation says why), have that node read again,
+        drop it and try the next, until one is claimed or none is
+        left."""
+        while len(ranking):
+            state = ranking.first()
+            if self.claim_one(state, index):
+                return
+            self.manager.forget_consumption([state])
+            ranking.drop_first()
+
     def keep(self) -> None:
         """The request is answered: keep its consumption."""
         self.manager.keep_consumption(self.selected)
+
+    def settle(self, claiming: bool, finish: Callable[[], bool]) -> bool:
+        """After the claims committed: keep the consumption (when
+        ``claiming``) and return True when the caller still waits for
+        the answer (``finish()``: ``scheduler.engine.deadline``); else
+        ``abandon`` and return False."""
+        if claiming:
+            self.keep()
+        if finish():
+            return True
+        self.abandon()
+        return False
+
+    def abandon(self) -> None:
+        """The caller was answered DatabaseUnavailable while the decision
+        waited (``decision_timeout``): ``undo``, claims included, and say
+        so."""
+        released = ', '.join(self.claimed) or 'none'
+        self.undo()
+        LOG.warning('Released the claims of a decision whose caller was '
+                    'answered DatabaseUnavailable (decision_timeout): %s',
+                    released)
 
     def undo(self) -> None:
         """Release the claims taken, forget the consumption, put the

@@ -169,3 +169,46 @@ def test_a_release_that_fails_is_logged_and_the_rest_undone(caplog):
     assert 'Could not release the claims of %s' % UUIDS[0] in caplog.text
     assert ('forget', ['a']) in recorder.calls
     assert spec.instance_group.hosts == ['old']
+
+
+class Ranking:
+    """The part of a pipeline Ranking ``claim_best`` uses."""
+
+    def __init__(self, states):
+        self.states = list(states)
+
+    def __len__(self):
+        return len(self.states)
+
+    def first(self):
+        return self.states[0]
+
+    def drop_first(self):
+        self.states.pop(0)
+
+
+def test_claim_best_walks_the_ranking_past_refused_claims():
+    recorder = Recorder(refuse={'a', 'b'})
+    decision, _ = _decision(recorder, group=False)
+    ranking = Ranking(_hosts('a', 'b', 'c'))
+    decision.claim_best(ranking, 0)
+    assert ranking.first().host == 'c'
+    assert decision.claimed == [UUIDS[0]]
+    # Each refused node is read again at the next refresh.
+    assert ('forget', ['a']) in recorder.calls
+    assert ('forget', ['b']) in recorder.calls
+
+
+def test_settle_keeps_or_abandons_as_the_caller_waits_or_not(caplog):
+    recorder = Recorder()
+    decision, _ = _decision(recorder, group=False, count=1)
+    decision.consume(_hosts('a')[0], 0)
+    decision.claim(atomic=False)
+    assert decision.settle(True, lambda: True)
+    assert recorder.calls[-1] == ('keep', ['a'])
+    with caplog.at_level(logging.WARNING):
+        assert not decision.settle(True, lambda: False)
+    assert ('release', [UUIDS[0]]) in recorder.calls
+    assert recorder.calls[-1] == ('forget', ['a'])
+    assert 'answered DatabaseUnavailable (decision_timeout): %s' % UUIDS[0] \
+        in caplog.text
