@@ -141,7 +141,8 @@ class ComputeHostNotFound(NotFound):
 
 class MigrationPreCheckError(SchedulerException):
     """A requested live-migration destination fails a pre-check (down,
-    disabled, not enough memory or disk); see ``scheduler.live_migration``.
+    disabled, not enough memory or disk); see
+    ``scheduler.engine.live_migration``.
     """
 
     msg_fmt = 'Migration pre-check error: %(reason)s'

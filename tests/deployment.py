@@ -19,9 +19,9 @@ import psutil
 
 import scheduler
 from scheduler import rpc
-from scheduler import rpcapi
-from scheduler import service
 from scheduler.conf import CONF
+from scheduler.server import rpcapi
+from scheduler.server import service
 from scheduler_tools import seed
 
 READY_TIMEOUT = 60

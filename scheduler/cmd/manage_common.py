@@ -5,7 +5,7 @@ tables are authoritative there, managed with ``nova-manage`` and the
 ``openstack`` CLI) and turns a refused or impossible change into one
 line on stderr with exit status 1.  ``tell_schedulers`` sends the
 ``update_aggregates`` / ``delete_aggregate`` fanout casts of Nova's API
-(the Aggregate objects, through ``scheduler.rpcapi`` on ``[DEFAULT]
+(the Aggregate objects, through ``scheduler.server.rpcapi`` on ``[DEFAULT]
 transport_url``), so that running schedulers see a change at once.
 ``ListCommand`` and ``ShowCommand`` are its Lister and ShowOne; their
 ``FormattedList``, ``FormattedDict`` (and ``manage_hosts.Usage``)
@@ -24,11 +24,11 @@ from oslo_log import log as logging
 from scheduler import context as scheduler_context
 from scheduler import exception
 from scheduler import rpc
-from scheduler import rpcapi
 from scheduler.conf import CONF
 from scheduler.db import hosts
 from scheduler.db import source
 from scheduler.objects import aggregate as aggregate_obj
+from scheduler.server import rpcapi
 
 LOG = logging.getLogger(__name__)
 

@@ -80,7 +80,7 @@ def spec_from_file(context: typing.Any, path: str) -> typing.Any:
 
 def checked(spec_obj: typing.Any) -> typing.Any:
     """``spec_obj`` checked as the service checks a request."""
-    from scheduler import manager
+    from scheduler.server import manager
 
     return manager.SchedulerManager.checked_spec(spec_obj, None)
 

@@ -15,11 +15,11 @@ import typing
 from cliff import command
 
 from scheduler import exception
-from scheduler import servicegroup
 from scheduler.cmd import manage_common
 from scheduler.conf import CONF
 from scheduler.db import hosts
 from scheduler.resources import ratios
+from scheduler.view import servicegroup
 
 ZONE_KEY = 'availability_zone'
 

@@ -3,7 +3,7 @@
 ``scheduler-service --config-file /etc/scheduler/scheduler.conf`` serves
 the ``scheduler`` topic with ``[scheduler] workers`` processes (default
 one), which reload their configuration in place on SIGHUP
-(``scheduler.launcher``).
+(``scheduler.server.launcher``).
 """
 
 import sys
@@ -11,10 +11,10 @@ import sys
 from oslo_log import log as logging
 
 from scheduler import config
-from scheduler import launcher
-from scheduler import preflight
-from scheduler import service
 from scheduler.conf import CONF
+from scheduler.server import launcher
+from scheduler.server import preflight
+from scheduler.server import service
 
 LOG = logging.getLogger(__name__)
 

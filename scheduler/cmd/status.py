@@ -3,7 +3,7 @@
 upgrade check`` does for Nova.
 
 ``scheduler-status --config-file /etc/scheduler/scheduler.conf upgrade
-check`` prints a table of the checks of ``scheduler.preflight``: the
+check`` prints a table of the checks of ``scheduler.server.preflight``: the
 database connection is set; the driver, filter and weigher names
 resolve; the databases can be used and the schema is at this release's
 revision; in Placement mode, Placement's database and API can be used.
@@ -15,8 +15,8 @@ import sys
 
 from oslo_upgradecheck import upgradecheck
 
-from scheduler import preflight
 from scheduler.conf import CONF
+from scheduler.server import preflight
 
 
 def _result(problem):

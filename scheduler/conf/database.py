@@ -2,7 +2,7 @@
 
 The default connection, a SQLite file in the current directory, is the
 embedded default of the replay and the benchmark; ``scheduler-service``
-refuses to start on it (``scheduler.preflight``) and production sets
+refuses to start on it (``scheduler.server.preflight``) and production sets
 ``postgresql+psycopg2://`` or ``mysql+pymysql://`` URLs.  The
 ``connection`` option is ``secret``, so its password never reaches the
 logs.

@@ -2,7 +2,8 @@
 
 ``allow_resize_to_same_host`` keeps Nova's name and default.  In Nova the
 compute API adds the instance's host to ``ignore_hosts`` unless it is
-True; here ``scheduler.moves`` applies the same rule to requests marked as
+True; here ``scheduler.engine.moves`` applies the same rule to requests marked
+as
 a resize (see that module), so that callers which do not fill
 ``ignore_hosts`` get the same result.
 """

@@ -3,7 +3,8 @@
 Nova's names and defaults (the group existed in Newton and
 Ocata, was deprecated in Pike and removed in Queens together with the
 TrustedFilter).  Attestation is off unless ``attestation_server`` is set:
-then every host's trust level is ``unknown`` (``scheduler.attestation``).
+then every host's trust level is ``unknown``
+(``scheduler.filters.attestation``).
 """
 
 from oslo_config import cfg

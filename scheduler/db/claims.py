@@ -29,14 +29,9 @@ from scheduler.db import api
 from scheduler.db import claim_reconcile
 from scheduler.db import claim_reports
 from scheduler.db import source
-from scheduler.db.claim_sql import CLAIMS  # noqa: F401
 from scheduler.db.claim_sql import CONFLICTS
-from scheduler.db.claim_sql import MAX_RETRIES  # noqa: F401
-from scheduler.db.claim_sql import RATIO_NAMES  # noqa: F401
-from scheduler.db.claim_sql import RESOURCES  # noqa: F401
 from scheduler.db.claim_sql import ClaimChanged
 from scheduler.db.claim_sql import checked_amounts
-from scheduler.db.claim_sql import config_ratios  # noqa: F401
 from scheduler.db.claim_sql import context_manager
 from scheduler.db.claim_sql import default_expires_at
 from scheduler.db.claim_sql import delete_row

@@ -22,7 +22,7 @@ default_availability_zone``.  Every function takes a
 ``scheduler.context.RequestContext`` first and returns aggregates shaped
 as ``scheduler.db.api.aggregate_get`` returns them.  Running schedulers
 learn of a change only from the ``update_aggregates`` /
-``delete_aggregate`` casts (``scheduler.rpcapi``) or when they start.
+``delete_aggregate`` casts (``scheduler.server.rpcapi``) or when they start.
 """
 
 import typing

@@ -17,7 +17,7 @@ and ``services`` rows are soft-deleted as Nova does (``deleted = id``,
 
 Liveness: a compute service counts as up while its last heartbeat
 (``last_seen_up``, else ``created_at``) is at most ``[DEFAULT]
-service_down_time`` old (``scheduler.servicegroup``).  A real
+service_down_time`` old (``scheduler.view.servicegroup``).  A real
 ``nova-compute`` beats every ``report_interval``; a host registered here
 has nothing beating for it unless ``heartbeat_compute_services`` is run
 (``scheduler-manage host heartbeat``).

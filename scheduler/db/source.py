@@ -1,6 +1,6 @@
 """Where the host view reads: ``HostSource``, and the configured one.
 
-The host manager (``scheduler.host_manager``) reads compute nodes,
+The host manager (``scheduler.view.host_manager``) reads compute nodes,
 services, instances, aggregates and server groups only through the
 ``HostSource`` that ``get_source`` returns for the configuration:
 

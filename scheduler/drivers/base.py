@@ -12,12 +12,12 @@ database claims, or Placement's with ``[scheduler] use_placement``.
 
 import random
 
-from scheduler import host_manager
-from scheduler import servicegroup
 from scheduler.conf import CONF
 from scheduler.engine import candidates
 from scheduler.engine import pipeline
 from scheduler.engine import reservation
+from scheduler.view import loading
+from scheduler.view import servicegroup
 
 
 def candidate_source(conf):
@@ -39,7 +39,7 @@ class Scheduler:
     """Base class of scheduler drivers."""
 
     def __init__(self, context, notifier=None):
-        self.host_manager = host_manager.load(context)
+        self.host_manager = loading.load_host_manager(context)
         self.notifier = notifier
         self.random = random.Random(CONF.scheduler.random_seed)
         self.candidates = candidate_source(CONF)

@@ -15,7 +15,7 @@ When fewer hosts than instances were found, the chosen hosts are reset to
 be re-read from the database (dropping their virtual consumption) and
 NoValidHost("There are not enough hosts available.") is raised.
 A live migration to a requested destination is pre-checked first
-(``scheduler.live_migration``): an unknown host raises
+(``scheduler.engine.live_migration``): an unknown host raises
 ComputeHostNotFound, a down, disabled or too small one NoValidHost with
 the reason.
 Alternates (Queens): each instance's list is completed with other hosts in
@@ -60,15 +60,15 @@ from oslo_log import log as logging
 from oslo_utils import uuidutils
 
 from scheduler import exception
-from scheduler import live_migration
-from scheduler import notifications
 from scheduler.conf import CONF
 from scheduler.drivers import base
 from scheduler.engine import answer
 from scheduler.engine import batching
 from scheduler.engine import deadline
 from scheduler.engine import decision as decision_lib
+from scheduler.engine import live_migration
 from scheduler.engine import reservation
+from scheduler.observability import notifications
 
 LOG = logging.getLogger(__name__)
 

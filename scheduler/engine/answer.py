@@ -17,8 +17,8 @@ from typing import Any
 
 from scheduler.conf import CONF
 from scheduler.engine import candidates
-from scheduler.host_state import HostState
 from scheduler.objects import selection as selection_obj
+from scheduler.view.host_state import HostState
 
 
 def answer(selected: Sequence[HostState], ranking: Any,

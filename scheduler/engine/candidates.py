@@ -29,7 +29,7 @@ from typing import Protocol
 from scheduler.conf import CONF
 from scheduler.engine import reservation as reservation_lib
 from scheduler.filters import claim_capacity
-from scheduler.host_state import HostState
+from scheduler.view.host_state import HostState
 
 
 class CandidateSource(Protocol):

@@ -42,7 +42,7 @@ from typing import Any
 from oslo_log import log as logging
 
 from scheduler.engine import candidates
-from scheduler.host_state import HostState
+from scheduler.view.host_state import HostState
 
 LOG = logging.getLogger(__name__)
 

@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from scheduler import filters
 from scheduler import weights
 from scheduler.engine import pipeline
-from scheduler.host_state import HostState
+from scheduler.view import loading
+from scheduler.view.host_state import HostState
 
 # The hosts whose weights are detailed, and the nearest misses listed.
 TOP = 5
@@ -122,9 +123,7 @@ def explain(context: typing.Any, spec_obj: typing.Any,
     """Explain ``spec_obj`` (a checked RequestSpec) over the hosts of the
     database, with the filters (the claims' check first, with
     ``[scheduler] claim_resources``) and weighers the service loads."""
-    from scheduler import host_manager
-
-    view = host_manager.load(context)
+    view = loading.load_host_manager(context)
     pipe = pipeline.Pipeline(view)
     hosts = view.get_all_host_states(context)
     return explain_hosts(pipe.filters, pipe.weighers, hosts, spec_obj, top)

@@ -1,7 +1,7 @@
 """Prefilter -> filter -> weigh -> pick, over the host view's table.
 
 ``Pipeline`` loads the filters and weighers and runs them over the
-``HostTable`` of a host view (``scheduler.host_manager.HostManager``),
+``HostTable`` of a host view (``scheduler.view.host_manager.HostManager``),
 in vectorised form where a plug-in has one, or over HostState lists
 (``get_filtered_hosts`` / ``get_weighed_hosts``), with the same answers.
 ``Pipeline.ranking`` starts the ``Ranking`` of one request: the NumPy
@@ -19,11 +19,11 @@ import numpy as np
 from oslo_log import log as logging
 
 from scheduler import filters
-from scheduler import moves
 from scheduler import weights
 from scheduler.conf import CONF
 from scheduler.engine import candidates
-from scheduler.host_state import HostState
+from scheduler.engine import moves
+from scheduler.view.host_state import HostState
 from scheduler.weights.weighing import Weighing
 
 LOG = logging.getLogger(__name__)

@@ -28,9 +28,9 @@ from scheduler.db import claim_releases
 from scheduler.db import claims
 from scheduler.db import source
 from scheduler.engine import deadline
-from scheduler.host_state import HostState
 from scheduler.observability import metrics
 from scheduler.resources import capacity
+from scheduler.view.host_state import HostState
 
 LOG = logging.getLogger(__name__)
 

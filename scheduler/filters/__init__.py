@@ -23,9 +23,9 @@ from scheduler import loadables
 from scheduler.observability import metrics
 
 if typing.TYPE_CHECKING:
-    from scheduler.host_state import HostState
-    from scheduler.host_table import HostTable
     from scheduler.objects.request_spec import RequestSpec
+    from scheduler.view.host_state import HostState
+    from scheduler.view.host_table import HostTable
 
 LOG = logging.getLogger(__name__)
 

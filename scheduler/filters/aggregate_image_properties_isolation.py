@@ -9,7 +9,7 @@ from oslo_log import log as logging
 
 from scheduler.conf import CONF
 from scheduler.filters import BaseHostFilter
-from scheduler.filters import utils
+from scheduler.resources import aggregates
 
 LOG = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ class AggregateImagePropertiesIsolation(BaseHostFilter):
         if props is None:
             return True
         prefix = _namespace_prefix()
-        metadata = utils.aggregate_metadata_get_by_host(host_state)
+        metadata = aggregates.aggregate_metadata_get_by_host(host_state)
         for key, allowed in metadata.items():
             if prefix and not key.startswith(prefix):
                 continue

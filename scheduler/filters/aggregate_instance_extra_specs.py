@@ -10,7 +10,7 @@ from oslo_log import log as logging
 
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import extra_specs_ops
-from scheduler.filters import utils
+from scheduler.resources import aggregates
 
 LOG = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ class AggregateInstanceExtraSpecsFilter(BaseHostFilter):
         extra_specs = spec_obj.flavor.obj_get('extra_specs')
         if not extra_specs:
             return True
-        metadata = utils.aggregate_metadata_get_by_host(host_state)
+        metadata = aggregates.aggregate_metadata_get_by_host(host_state)
         for key, requirement in extra_specs.items():
             key = _own_key(key)
             if key is None:
@@ -58,7 +58,7 @@ class AggregateInstanceExtraSpecsFilter(BaseHostFilter):
     def explain(self, host_state, spec_obj):
         """The first extra spec the host's aggregates fail."""
         extra_specs = spec_obj.flavor.obj_get('extra_specs') or {}
-        metadata = utils.aggregate_metadata_get_by_host(host_state)
+        metadata = aggregates.aggregate_metadata_get_by_host(host_state)
         for key, requirement in extra_specs.items():
             own = _own_key(key)
             if own is None or _any_matches(metadata.get(own), requirement):

@@ -10,7 +10,7 @@ lists can be spread over several 255-character values.
 from oslo_log import log as logging
 
 from scheduler.filters import BaseHostFilter
-from scheduler.filters import utils
+from scheduler.resources import aggregates
 
 LOG = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ class AggregateMultiTenancyIsolation(BaseHostFilter):
 
 def _allowed_tenants(host_state):
     tenants = set()
-    metadata = utils.aggregate_metadata_get_by_host(host_state)
+    metadata = aggregates.aggregate_metadata_get_by_host(host_state)
     for key, values in metadata.items():
         if key.startswith(TENANT_KEY_PREFIX):
             tenants.update(values)

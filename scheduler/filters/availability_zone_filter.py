@@ -8,9 +8,9 @@ commas); a host in no zone aggregate is in the default zone.
 import numpy as np
 from oslo_log import log as logging
 
-from scheduler import aggregates
 from scheduler import filters
 from scheduler.conf import CONF
+from scheduler.resources import aggregates
 
 LOG = logging.getLogger(__name__)
 

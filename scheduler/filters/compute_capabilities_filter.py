@@ -13,7 +13,7 @@ from oslo_log import log as logging
 
 from scheduler import filters
 from scheduler.filters import extra_specs_ops
-from scheduler.filters import utils
+from scheduler.resources import attributes
 
 LOG = logging.getLogger(__name__)
 
@@ -150,7 +150,7 @@ def _step(value, name):
             return None
     if isinstance(value, dict):
         return value.get(name)
-    found = utils.public_attribute(value, name)
+    found = attributes.public_attribute(value, name)
     if found is None:
         found = _stats_of(value).get(name)
     return found
@@ -160,7 +160,7 @@ _MISSING = object()
 
 
 def _is_public_attribute(obj, name):
-    return utils.public_attribute(obj, name, _MISSING) is not _MISSING
+    return attributes.public_attribute(obj, name, _MISSING) is not _MISSING
 
 
 def _stats_of(obj):

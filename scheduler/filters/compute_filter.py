@@ -8,7 +8,7 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from scheduler import filters
-from scheduler import servicegroup
+from scheduler.view import servicegroup
 
 LOG = logging.getLogger(__name__)
 

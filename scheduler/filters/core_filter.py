@@ -15,8 +15,8 @@ from scheduler.resources import capacity
 from scheduler.resources import ratios
 
 if typing.TYPE_CHECKING:
-    from scheduler.host_state import HostState
     from scheduler.objects.request_spec import RequestSpec
+    from scheduler.view.host_state import HostState
 
 
 class BaseCoreFilter(overcommit.OvercommitFilter):

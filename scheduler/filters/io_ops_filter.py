@@ -12,7 +12,7 @@ from oslo_log import log as logging
 
 from scheduler.conf import CONF
 from scheduler.filters import BaseHostFilter
-from scheduler.filters import utils
+from scheduler.resources import aggregates
 
 LOG = logging.getLogger(__name__)
 
@@ -49,5 +49,5 @@ class AggregateIoOpsFilter(IoOpsFilter):
 
     def _get_max_io_ops_per_host(self, host_state, spec_obj):
         default = super()._get_max_io_ops_per_host(host_state, spec_obj)
-        return utils.aggregate_min_value(host_state, 'max_io_ops_per_host',
-                                         default, cast_to=int)
+        return aggregates.aggregate_min_value(
+            host_state, 'max_io_ops_per_host', default, cast_to=int)

@@ -25,7 +25,7 @@ import operator
 from oslo_log import log as logging
 
 from scheduler.filters import BaseHostFilter
-from scheduler.filters import utils
+from scheduler.resources import attributes
 
 LOG = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ class _Variable:
         The first name must be a public attribute of the HostState; every
         later name is a key of a dict value; the result must be a scalar.
         """
-        value = utils.public_attribute(host_state, self.path[0])
+        value = attributes.public_attribute(host_state, self.path[0])
         for key in self.path[1:]:
             if not isinstance(value, dict):
                 return None

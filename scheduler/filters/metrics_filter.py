@@ -7,8 +7,8 @@ meets a host lacking a metric.
 
 from oslo_log import log as logging
 
-from scheduler import metrics
 from scheduler.filters import BaseHostFilter
+from scheduler.resources import node_metrics
 
 LOG = logging.getLogger(__name__)
 
@@ -26,8 +26,8 @@ class MetricsFilter(BaseHostFilter):
     HOST_LOCAL = True
 
     def host_passes(self, host_state, spec_obj):
-        wanted = {name for name, _ in metrics.configured_weight_setting()}
-        missing = wanted - metrics.host_metrics(host_state).keys()
+        wanted = {name for name, _ in node_metrics.configured_weight_setting()}
+        missing = wanted - node_metrics.host_metrics(host_state).keys()
         if missing:
             LOG.debug('%(host)s does not report the metrics %(missing)s',
                       {'host': host_state,

@@ -10,7 +10,7 @@ from oslo_log import log as logging
 
 from scheduler.conf import CONF
 from scheduler.filters import BaseHostFilter
-from scheduler.filters import utils
+from scheduler.resources import aggregates
 
 LOG = logging.getLogger(__name__)
 
@@ -48,6 +48,6 @@ class AggregateNumInstancesFilter(NumInstancesFilter):
 
     def _get_max_instances_per_host(self, host_state, spec_obj):
         default = super()._get_max_instances_per_host(host_state, spec_obj)
-        return utils.aggregate_min_value(host_state,
+        return aggregates.aggregate_min_value(host_state,
                                          'max_instances_per_host', default,
                                          cast_to=int)

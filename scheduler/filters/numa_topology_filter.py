@@ -29,7 +29,8 @@ Follows Nova's NUMATopologyFilter, Ocata logic:
    NUMATopologyLimits(cpu_allocation_ratio, ram_allocation_ratio)`` (the
    host's ratios: the compute node's, else ``[DEFAULT]
    cpu_allocation_ratio`` / ``ram_allocation_ratio``, else 16.0 / 1.5) and
-   pass when ``scheduler.numa.fit_instance_to_host`` fits the requested
+   pass when ``scheduler.resources.numa.fit_instance_to_host`` fits the
+   requested
    topology, with the request's PCI requests and the host's PCI pools.
    As Nova, the limits are written only when the host passes.
 
@@ -37,7 +38,7 @@ Instance cells without a ``cpu_policy`` / ``cpu_thread_policy`` get the
 resolved ones for the fit (Nova's API always sets them; this only matters
 for requests built elsewhere); cells that have them keep theirs.  The
 request is never changed: the fit works on copies.  The memory of a
-topology is in MiB and page sizes in KiB (``scheduler.numa``).  An
+topology is in MiB and page sizes in KiB (``scheduler.resources.numa``).  An
 unreadable host topology fails the host with a warning.  No options.
 ``RUN_ON_REBUILD`` is False (Nova Train and later).
 """
@@ -45,10 +46,10 @@ unreadable host topology fails the host with a warning.  No options.
 from oslo_log import log as logging
 
 from scheduler import filters
-from scheduler import numa
-from scheduler import numa_topology
-from scheduler import pci
 from scheduler.objects import numa as numa_obj
+from scheduler.resources import numa
+from scheduler.resources import numa_topology
+from scheduler.resources import pci_pools
 from scheduler.resources import ratios
 
 LOG = logging.getLogger(__name__)
@@ -204,7 +205,7 @@ class NUMATopologyFilter(filters.BaseHostFilter):
                 host_topology, requested, limits=limits,
                 pci_requests=spec_obj.obj_get('pci_requests'),
                 pci_stats=host_state.pci_stats)
-        except pci.InvalidPciPools as exc:
+        except pci_pools.InvalidPciPools as exc:
             LOG.warning('%(host_state)s: unreadable PCI pools: %(error)s',
                         {'host_state': host_state, 'error': exc})
             return False

@@ -6,10 +6,11 @@ Follows Nova's PciPassthroughFilter:
   or an empty ``requests`` list) -> pass;
 * the host has no PCI pools (``host_state.pci_stats`` None: the
   ``compute_nodes.pci_stats`` column is NULL) -> fail;
-* otherwise pass when ``scheduler.pci.support_requests(pools, requests)``
+* otherwise pass when ``scheduler.resources.pci_pools.support_requests(pools,
+  requests)``
   holds: every request finds ``count`` free devices in the pools matching
   one of its specs (``vendor_id``/``product_id``/tags; module
-  ``scheduler.pci``), requests served in order.
+  ``scheduler.resources.pci_pools``), requests served in order.
 
 No NUMA restriction is applied here (as Nova): NUMA affinity of the
 devices is checked by the NUMATopologyFilter, which fits PCI requests
@@ -20,7 +21,7 @@ read fails, with a warning.  No options; no limits are written.
 from oslo_log import log as logging
 
 from scheduler import filters
-from scheduler import pci
+from scheduler.resources import pci_pools
 
 LOG = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ class PciPassthroughFilter(filters.BaseHostFilter):
     RUN_ON_REBUILD = False
 
     def host_passes(self, host_state, spec_obj):
-        requests = pci.request_list(spec_obj.obj_get('pci_requests'))
+        requests = pci_pools.request_list(spec_obj.obj_get('pci_requests'))
         if not requests:
             return True
         if host_state.pci_stats is None:
@@ -41,8 +42,9 @@ class PciPassthroughFilter(filters.BaseHostFilter):
                       {'host_state': host_state})
             return False
         try:
-            supported = pci.support_requests(host_state.pci_stats, requests)
-        except pci.InvalidPciPools as exc:
+            supported = pci_pools.support_requests(host_state.pci_stats,
+                                                   requests)
+        except pci_pools.InvalidPciPools as exc:
             LOG.warning('%(host_state)s: unreadable PCI pools: %(error)s',
                         {'host_state': host_state, 'error': exc})
             return False

@@ -8,7 +8,7 @@ Follows Nova's TrustedFilter (Folsom to Pike, experimental in Nova):
   (``host_state.nodename``), as the attestation server reports it, equals
   the extra spec exactly.
 
-The levels come from ``scheduler.attestation`` (``[trusted_computing]``
+The levels come from ``scheduler.filters.attestation`` (``[trusted_computing]``
 options; results cached per node for ``attestation_auth_timeout``
 seconds).  Before checking the hosts one by one, the filter asks for the
 levels of every candidate node in one round trip.  Attestation is off
@@ -23,8 +23,8 @@ within a request).  No limits are written.
 
 from oslo_log import log as logging
 
-from scheduler import attestation
 from scheduler import filters
+from scheduler.filters import attestation
 
 LOG = logging.getLogger(__name__)
 

@@ -9,6 +9,7 @@ from oslo_log import log as logging
 
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import utils
+from scheduler.resources import aggregates
 
 LOG = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ class AggregateTypeAffinityFilter(BaseHostFilter):
     run_filter_once_per_request = True
 
     def host_passes(self, host_state, spec_obj):
-        values = utils.aggregate_values_from_key(host_state,
+        values = aggregates.aggregate_values_from_key(host_state,
                                                  INSTANCE_TYPE_KEY)
         if not values:
             return True

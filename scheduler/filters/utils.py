@@ -3,21 +3,23 @@
 Follows ``nova/scheduler/filters/utils.py``.  What is not filter-specific
 lives below the plug-ins, where the host table and the weighers read it
 too, and is re-exported here under Nova's names for filters written for
-Nova: aggregate metadata in ``scheduler.aggregates``, allocation ratios
-in ``scheduler.resources.ratios``, public data attributes in
-``scheduler.attributes``, and the per-row ratios of the RAM, vCPU and
-disk filters in ``scheduler.filters.overcommit``.
+Nova: aggregate metadata in ``scheduler.resources.aggregates``,
+allocation ratios in ``scheduler.resources.ratios``, public data
+attributes in ``scheduler.resources.attributes``, and the per-row ratios
+of the RAM, vCPU and disk filters in ``scheduler.filters.overcommit``.
+This is the plug-in contract for filters written for Nova; the service's
+own modules import these names from where they are defined.
 """
 
 import typing
 
-from scheduler.aggregates import aggregate_metadata_get_by_host  # noqa: F401
-from scheduler.aggregates import aggregate_min_value  # noqa: F401
-from scheduler.aggregates import aggregate_values_from_key  # noqa: F401
-from scheduler.aggregates import finite_float  # noqa: F401
-from scheduler.aggregates import validate_num_values  # noqa: F401
-from scheduler.attributes import public_attribute  # noqa: F401
 from scheduler.filters.overcommit import allocation_ratio_rows  # noqa: F401
+from scheduler.resources.aggregates import aggregate_metadata_get_by_host  # noqa: F401
+from scheduler.resources.aggregates import aggregate_min_value  # noqa: F401
+from scheduler.resources.aggregates import aggregate_values_from_key  # noqa: F401
+from scheduler.resources.aggregates import finite_float  # noqa: F401
+from scheduler.resources.aggregates import validate_num_values  # noqa: F401
+from scheduler.resources.attributes import public_attribute  # noqa: F401
 from scheduler.resources.ratios import aggregate_allocation_ratio  # noqa: F401
 from scheduler.resources.ratios import allocation_ratio_value  # noqa: F401
 from scheduler.resources.ratios import claimed_reader  # noqa: F401

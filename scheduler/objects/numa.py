@@ -7,7 +7,7 @@ CPU sets are sets of guest vCPU ids; memory is in MiB, page size in KiB.
 
 Since InstanceNUMACell 1.5 (Victoria) Nova keeps a dedicated (pinned)
 cell's vCPUs in ``pcpuset`` and leaves ``cpuset`` for the shared ones.
-The fitting code (``scheduler.numa``) reads a cell's vCPUs from
+The fitting code (``scheduler.resources.numa``) reads a cell's vCPUs from
 ``cpuset``, as every cell had them before 1.5, so a dedicated cell read
 from a 1.5+ primitive gets its ``pcpuset`` copied into an empty
 ``cpuset`` (the reverse of Nova's own backport to 1.4); ``pcpuset`` is

@@ -8,7 +8,7 @@ metric there added up over the processes that wrote them
 counters (totals never go down) but not its gauges: each scrape first
 drops those of the processes gone (``Endpoint.forget_dead_workers``).
 ``parse_bind`` and ``bind_problem`` check ``[prometheus] bind``
-(``scheduler.preflight``).
+(``scheduler.server.preflight``).
 """
 
 from __future__ import annotations

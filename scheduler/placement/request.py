@@ -20,7 +20,7 @@ them:
 4. The CPU pinning policies (``hw:cpu_policy`` and its image property):
    ``dedicated`` asks PCPU instead of VCPU, ``mixed`` both, an isolated
    emulator thread one more PCPU; ``hw:cpu_thread_policy`` requires or
-   forbids ``HW_CPU_HYPERTHREADING`` (``scheduler.placement.hardware``).
+   forbids ``HW_CPU_HYPERTHREADING`` (``scheduler.placement.cpu_pinning``).
 5. ``requested_resources`` (port and accelerator groups) join as they
    are, suffixed by their ``requester_id``, which must be set and new,
    and each must ask for something.
@@ -60,7 +60,9 @@ import os_resource_classes as orc
 from oslo_log import log as logging
 
 from scheduler import exception
+from scheduler.placement import cpu_pinning
 from scheduler.placement import hardware
+from scheduler.placement import hardware_features
 
 LOG = logging.getLogger(__name__)
 
@@ -277,12 +279,12 @@ def from_request_spec(spec: Any, max_results: int | None,
     for trait in image_props.get('traits_required') or ():
         request.group().add_trait(trait, 'required')
     if translate_pinning:
-        _add_hardware(request, hardware.pinning_request(
+        _add_hardware(request, cpu_pinning.pinning_request(
             flavor.vcpus, extra_specs, image_props))
     for requested in spec.obj_get('requested_resources') or ():
         request.add_outside_group(requested)
     _add_flavor_sizes(request, spec)
-    _add_hardware(request, hardware.feature_request(extra_specs,
+    _add_hardware(request, hardware_features.feature_request(extra_specs,
                                                     image_props))
     request.strip_zeros()
     return request

@@ -27,10 +27,10 @@ from oslo_log import log as logging
 
 from scheduler.engine import deadline
 from scheduler.engine import reservation
-from scheduler.host_state import HostState
 from scheduler.observability import metrics
 from scheduler.placement import client as client_lib
 from scheduler.placement import view as view_lib
+from scheduler.view.host_state import HostState
 
 LOG = logging.getLogger(__name__)
 

@@ -19,10 +19,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from scheduler.filters import placement_candidates
-from scheduler.host_state import HostState
 from scheduler.placement import client as client_lib
 from scheduler.placement import reservation as reservation_lib
 from scheduler.placement import view as view_lib
+from scheduler.view.host_state import HostState
 
 
 class PlacementSource:

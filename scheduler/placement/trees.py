@@ -108,7 +108,6 @@ summary; the view never builds it.
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import itertools
 from collections.abc import Iterable
@@ -119,234 +118,12 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.placement.candidates import Provider
-from scheduler.placement.candidates import ProviderTable
 from scheduler.placement.candidates import RequestGroup
 from scheduler.placement.candidates import provider_summary
+from scheduler.placement.matching import Matching
+from scheduler.placement.matching import Unit
+from scheduler.placement.provider_trees import Forest
 from scheduler.placement.query import Request
-
-SHARING_TRAIT = 'MISC_SHARES_VIA_AGGREGATE'
-
-
-@dataclasses.dataclass
-class Features:
-    """What the child providers hold, all trees together (how many of
-    them hold each resource class and trait, and how many are in an
-    aggregate), and the resource classes sharing providers offer: a
-    request touching none is answered by the root providers alone."""
-
-    child_classes: collections.Counter[str] = dataclasses.field(
-        default_factory=collections.Counter)
-    child_traits: collections.Counter[str] = dataclasses.field(
-        default_factory=collections.Counter)
-    children_in_aggregates: int = 0
-    sharing_classes: frozenset[str] = frozenset()
-
-    def count(self, provider: Provider, sign: int) -> None:
-        """Add (``sign`` 1) or remove (-1) a child provider's share."""
-        for rc in provider.inventories:
-            self.child_classes[rc] += sign
-        for trait in provider.traits:
-            self.child_traits[trait] += sign
-        self.children_in_aggregates += sign * bool(provider.aggregates)
-
-    def covers(self, group: RequestGroup) -> bool:
-        """Whether every candidate of ``group`` (an unsuffixed group
-        alone) allocates from a root provider alone: none of its
-        resource classes, traits or (with ``member_of``) aggregates is
-        a child provider's, and no sharing provider offers its
-        classes."""
-        classes = {rc for rc, n in self.child_classes.items() if n > 0}
-        traits = frozenset().union(*group.required) | group.forbidden
-        return not (
-            group.resources.keys() & (classes | self.sharing_classes) or
-            any(self.child_traits[trait] > 0 for trait in traits) or
-            ((group.member_of or group.forbidden_aggregates) and
-             self.children_in_aggregates > 0))
-
-
-class Forest:
-    """Every resource provider (see the module): ``roots`` and
-    ``children``, two ProviderTables.  Provider ``i`` of the forest is
-    root row ``i`` below ``len(roots.providers)`` and child row ``i -
-    len(roots.providers)`` above; ``tree_of[i]`` is the root row of its
-    tree.  A child whose root is not among the roots (read in between)
-    belongs to no tree until the next read."""
-
-    def __init__(self, roots: ProviderTable, children: ProviderTable
-                 ) -> None:
-        self.roots = roots
-        self.children = children
-        self._index()
-        self.features = Features()
-        for provider in children.providers:
-            self.features.count(provider, 1)
-        self._refresh_sharing()
-
-    def _index(self) -> None:
-        size = len(self.roots.providers)
-        children = self.children.providers
-        trees = np.fromiter((self.roots.row_of.get(child.root, -1)
-                             for child in children), dtype=np.intp,
-                            count=len(children))
-        self.present = np.concatenate([np.ones(size, dtype=bool),
-                                       trees >= 0])
-        self.tree_of = np.concatenate([np.arange(size, dtype=np.intp),
-                                       np.maximum(trees, 0)])
-        self._order = np.argsort(trees, kind='stable') + size
-        self._starts = np.searchsorted(trees[self._order - size],
-                                       np.arange(size + 1))
-        self.parent_of = [-1] * size + [
-            self.index_of(child.parent_uuid) if child.parent_uuid else -1
-            for child in children]
-        self._anchors: dict[int, frozenset[int]] = {}
-
-    def _refresh_sharing(self) -> None:
-        self.sharing = np.flatnonzero(self.with_any_trait([SHARING_TRAIT]))
-        self.features.sharing_classes = frozenset().union(*(
-            self.provider(index).inventories
-            for index in self.sharing.tolist()))
-        self._anchors = {}
-
-    # -- the providers ------------------------------------------------------
-
-    @property
-    def size(self) -> int:
-        """How many providers (roots and children)."""
-        return self.present.size
-
-    @property
-    def has_trees(self) -> bool:
-        """Whether any provider has a parent."""
-        return bool(self.children.providers)
-
-    def provider(self, index: int) -> Provider:
-        """The provider of forest index ``index``."""
-        roots = len(self.roots.providers)
-        return (self.roots.providers[index] if index < roots
-                else self.children.providers[index - roots])
-
-    def index_of(self, uuid: str | None) -> int:
-        """The forest index of provider ``uuid``, -1 when unknown."""
-        row = self.roots.row_of.get(uuid or '')
-        if row is not None:
-            return row
-        row = self.children.row_of.get(uuid or '')
-        return -1 if row is None else len(self.roots.providers) + row
-
-    def members(self, tree: int) -> np.ndarray:
-        """The forest indices of the providers of the tree of root row
-        ``tree``: the root, then its descendants in child-table order."""
-        below = self._order[self._starts[tree]:self._starts[tree + 1]]
-        return np.concatenate([[tree], below]).astype(np.intp)
-
-    def ancestors(self, index: int) -> set[int]:
-        """Provider ``index`` and every provider above it."""
-        found = set()
-        while index >= 0:
-            found.add(index)
-            index = self.parent_of[index]
-        return found
-
-    def anchors(self, index: int) -> frozenset[int]:
-        """The root rows a sharing provider (forest ``index``) can be
-        anchored to: the trees of every provider in one of its
-        aggregates, its own tree included when it is in any."""
-        found = self._anchors.get(index)
-        if found is None:
-            aggregates = self.provider(index).aggregates
-            members = self.in_any_aggregate(aggregates) & self.present
-            found = self._anchors[index] = frozenset(
-                np.unique(self.tree_of[members]).tolist())
-        return found
-
-    # -- masks over every provider ----------------------------------------
-
-    def fits_amount(self, rc: str, amount: int) -> np.ndarray:
-        """Which providers can give ``amount`` of ``rc`` (capacity)."""
-        return np.concatenate([self.roots.fits_amount(rc, amount),
-                               self.children.fits_amount(rc, amount)])
-
-    def with_any_trait(self, names: Iterable[str]) -> np.ndarray:
-        """Which providers have one of the traits ``names``."""
-        names = list(names)
-        return np.concatenate([self.roots.with_any_trait(names),
-                               self.children.with_any_trait(names)])
-
-    def in_any_aggregate(self, names: Iterable[str]) -> np.ndarray:
-        """Which providers are in one of the aggregates ``names``."""
-        names = list(names)
-        return np.concatenate([self.roots.in_any_aggregate(names),
-                               self.children.in_any_aggregate(names)])
-
-    def per_tree(self, mask: np.ndarray) -> np.ndarray:
-        """Over the root rows: whether some provider of the tree is in
-        ``mask`` (over every provider)."""
-        found = np.zeros(len(self.roots.providers), dtype=bool)
-        found[self.tree_of[mask & self.present]] = True
-        return found
-
-    # -- changes ----------------------------------------------------------
-
-    def replace(self, providers: Iterable[Provider]) -> None:
-        """Put new versions of known providers in place (by uuid, roots
-        or children; KeyError for an unknown one)."""
-        reindex = False
-        for provider in providers:
-            if provider.uuid in self.roots.row_of:
-                self.roots.replace([provider])
-                continue
-            old = self.children.providers[self.children.row_of[
-                provider.uuid]]
-            self.features.count(old, -1)
-            self.features.count(provider, 1)
-            reindex |= (old.parent_uuid, old.root_uuid) != (
-                provider.parent_uuid, provider.root_uuid)
-            self.children.replace([provider])
-        if reindex:
-            self._index()
-        self._refresh_sharing()
-
-    def consume(self, uuid: str, resources: Mapping[str, int]) -> None:
-        """Add ``resources`` to the use of provider ``uuid``."""
-        table = self.roots if uuid in self.roots.row_of else self.children
-        table.consume(uuid, resources)
-
-
-def root_group(request: Request, forest: Forest) -> RequestGroup | None:
-    """The request as one group over the root providers alone (its root
-    traits joined to the group's: the root is the candidate), when that
-    gives Placement's candidates: an unsuffixed group alone that the
-    forest's ``Features.covers``, with no ``in_tree`` naming a child
-    provider.  None when the request needs trees (``Plan``)."""
-    if set(request.groups) != {''}:
-        return None
-    group = request.groups['']
-    in_tree = group.in_tree
-    if (in_tree is not None and in_tree not in forest.roots.row_of and
-            forest.index_of(in_tree) >= 0):
-        return None
-    if not forest.features.covers(group):
-        return None
-    return dataclasses.replace(
-        group,
-        required=group.required + tuple(
-            frozenset([trait]) for trait in sorted(request.root_required)),
-        forbidden=group.forbidden | request.root_forbidden)
-
-
-@dataclasses.dataclass(frozen=True)
-class _Unit:
-    """What one choice serves: a numbered (or unspread) group whole, or
-    one resource class of the spread unsuffixed group.  ``own``: the
-    providers that can serve it anchored to their own tree (over the
-    forest); ``shared``: sharing providers and the other root rows they
-    can serve it anchored to."""
-
-    suffix: str
-    resources: Mapping[str, int]
-    own: np.ndarray
-    shared: tuple[tuple[int, frozenset[int]], ...]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -392,244 +169,43 @@ class AllocationRequest:
 
 
 class Plan:
-    """``request`` over ``forest`` (see the module).  The traits,
-    aggregates, trees and anchors of each group are read once, here;
-    capacity at each call, so a plan follows the forest's consumption
-    (``Forest.consume``) between calls.  A plan is for one request: it
-    must not outlive a ``Forest.replace``."""
+    """``request`` over ``forest`` (see the module): its ``Matching``
+    (what each group may use, read once) and the enumeration of the
+    allocation requests at the forest's current use.  A plan is for one
+    request: it must not outlive a ``Forest.replace``."""
 
     def __init__(self, forest: Forest, request: Request) -> None:
         self.forest = forest
         self.request = request
-        self.spread = '' in request.groups and (
-            forest.has_trees or forest.sharing.size > 0)
-        self.anchor_ok = self._anchor_ok()
-        # Over the forest, per group: the providers whose traits,
-        # aggregates and tree let them serve it (for the spread group,
-        # in their own tree; ``_sharer`` and ``_anchorable`` for the
-        # sharing providers that may serve it elsewhere).
-        self.static: dict[str, np.ndarray] = {}
-        self._sharer = self._anchorable = np.zeros(0, dtype=bool)
-        for suffix, group in request.groups.items():
-            if suffix == '' and self.spread:
-                (self.static[suffix], self._sharer,
-                 self._anchorable) = self._spread_static(group)
-            else:
-                self.static[suffix] = self._static(group)
-        self.coupled = self._coupled()
-
-    # -- what does not change with capacity ---------------------------------
-
-    def _anchor_ok(self) -> np.ndarray:
-        """Over the root rows: which may anchor a candidate (the root
-        traits; every ``in_tree`` known)."""
-        roots = self.forest.roots
-        ok = np.ones(len(roots.providers), dtype=bool)
-        for trait in self.request.root_required:
-            ok &= roots.with_any_trait([trait])
-        if self.request.root_forbidden:
-            ok &= ~roots.with_any_trait(self.request.root_forbidden)
-        for group in self.request.groups.values():
-            if group.in_tree is not None and self._tree(group) < 0:
-                ok[:] = False
-        return ok
-
-    def _tree(self, group: RequestGroup) -> int:
-        """The root row of ``group.in_tree``'s tree, -1 when unknown."""
-        index = self.forest.index_of(group.in_tree)
-        if index < 0 or not self.forest.present[index]:
-            return -1
-        return int(self.forest.tree_of[index])
-
-    def _static(self, group: RequestGroup) -> np.ndarray:
-        """Over the forest, for a group one provider serves: the
-        providers with its traits and aggregates, in its tree."""
-        forest = self.forest
-        ok = forest.present.copy()
-        if group.forbidden:
-            ok &= ~forest.with_any_trait(group.forbidden)
-        for wanted in group.required:
-            ok &= forest.with_any_trait(wanted)
-        ok &= self._member(group)
-        if group.forbidden_aggregates:
-            ok &= ~forest.in_any_aggregate(group.forbidden_aggregates)
-        if not group.resources:
-            # Placement matches no provider for a group without
-            # resources that names no required trait nor member_of.
-            return ok if (group.required or group.member_of) else (
-                np.zeros_like(ok))
-        if group.in_tree is not None:
-            ok &= forest.tree_of == self._tree(group)
-        return ok
-
-    def _spread_static(self, group: RequestGroup
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Over the forest, for the spread group: ``(own, sharer,
-        anchorable)`` -- the providers that may serve it in their own
-        tree (no forbidden trait; the provider or its root in each
-        ``member_of``, neither in a forbidden aggregate; in ``in_tree``'s
-        tree), the sharing providers that may serve it in other trees
-        (no forbidden trait, themselves in each ``member_of`` and in no
-        forbidden aggregate; none with ``in_tree``), and the roots they
-        may be anchored to (in no forbidden aggregate)."""
-        forest = self.forest
-        allowed = forest.present.copy()
-        if group.forbidden:
-            allowed &= ~forest.with_any_trait(group.forbidden)
-        member = self._member(group)
-        own = allowed & (member | member[forest.tree_of])
-        sharer = allowed & member
-        anchorable = np.ones(forest.size, dtype=bool)
-        if group.forbidden_aggregates:
-            bad = forest.in_any_aggregate(group.forbidden_aggregates)
-            own &= ~(bad | bad[forest.tree_of])
-            sharer &= ~bad
-            anchorable = ~bad
-        if group.in_tree is not None:
-            own &= forest.tree_of == self._tree(group)
-            sharer[:] = False
-        return own, sharer, anchorable
-
-    def _member(self, group: RequestGroup) -> np.ndarray:
-        """Over the forest: in one aggregate of each ``member_of``."""
-        member = np.ones(self.forest.size, dtype=bool)
-        for wanted in group.member_of:
-            member &= self.forest.in_any_aggregate(wanted)
-        return member
-
-    def _coupled(self) -> bool:
-        """Whether one group's choice can rule out another's (see the
-        module's cost), so that trees must be enumerated."""
-        groups = self.request.groups
-        classes = [rc for group in groups.values() for rc in group.resources]
-        return bool(
-            (self.spread and groups[''].required) or
-            len(classes) != len(set(classes)) or
-            (self.request.group_policy == 'isolate' and
-             len(self.request.numbered) > 1) or
-            self.request.same_subtree)
-
-    # -- what does ----------------------------------------------------------
-
-    def _units(self) -> list[_Unit]:
-        """The units of the request at the forest's current use."""
-        units = []
-        for suffix, group in self.request.groups.items():
-            if suffix == '' and self.spread:
-                units.extend(self._spread_units(group))
-                continue
-            own = self.static[suffix].copy()
-            for rc, amount in group.resources.items():
-                own &= self.forest.fits_amount(rc, amount)
-            units.append(_Unit(suffix, group.resources, own,
-                               self._shared(own, np.ones_like(own))))
-        return units
-
-    def _spread_units(self, group: RequestGroup) -> list[_Unit]:
-        """One unit per resource class of the spread group (by name)."""
-        units = []
-        for rc in sorted(group.resources):
-            fits = self.forest.fits_amount(rc, group.resources[rc])
-            units.append(_Unit('', {rc: group.resources[rc]},
-                               self.static[''] & fits,
-                               self._shared(self._sharer & fits,
-                                            self._anchorable)))
-        return units
-
-    def _shared(self, able: np.ndarray, anchorable: np.ndarray
-                ) -> tuple[tuple[int, frozenset[int]], ...]:
-        """The sharing providers in ``able`` with the root rows (not
-        their own, where ``anchorable`` and ``anchor_ok``) they serve."""
-        forest = self.forest
-        found = []
-        for index in forest.sharing[able[forest.sharing]].tolist():
-            own = int(forest.tree_of[index])
-            anchors = frozenset(
-                tree for tree in forest.anchors(index)
-                if tree != own and anchorable[tree] and self.anchor_ok[tree])
-            if anchors:
-                found.append((index, anchors))
-        return tuple(found)
-
-    def _reach(self, units: Sequence[_Unit]) -> tuple[np.ndarray, np.ndarray]:
-        """Over the root rows: ``(reachable, hosting)`` -- every unit can
-        be served at that anchor; and some resourceful unit by a
-        provider of the anchor's own tree too."""
-        reachable = self.anchor_ok.copy()
-        hosting = np.zeros_like(reachable)
-        for unit in units:
-            own = self.forest.per_tree(unit.own)
-            shared = np.zeros_like(own)
-            for _index, anchors in unit.shared:
-                shared[list(anchors)] = True
-            reachable &= own | shared
-            if unit.resources:
-                hosting |= own
-        return reachable, hosting & reachable
+        self.matching = Matching(forest, request)
 
     def hosts(self) -> np.ndarray:
         """Over the root rows: which compute nodes can host the request
         now (an allocation request anchored there takes something from
         its own tree)."""
-        units = self._units()
-        _, hosting = self._reach(units)
-        if not self.coupled:
+        units = self.matching.units()
+        _, hosting = self.matching.reach(units)
+        if not self.matching.coupled:
             return hosting
-        doubtful = np.flatnonzero(hosting & ~self._surely(units, hosting))
+        surely = self.matching.surely(units, hosting)
+        doubtful = np.flatnonzero(hosting & ~surely)
         if doubtful.size:
             serving = self._serving(units, doubtful)
             for tree in doubtful.tolist():
                 hosting[tree] = self._first(units, tree, serving) is not None
         return hosting
 
-    def _surely(self, units: Sequence[_Unit], hosting: np.ndarray
-                ) -> np.ndarray:
-        """Over the root rows, among ``hosting``: the trees that surely
-        host the request although groups are coupled.  Units that may
-        merge amounts (one class) or must not share a provider
-        (``isolate``) are coupled; when each unit of a coupled set of
-        ``k`` has ``k`` providers at least, they can all be given
-        distinct providers, so nothing merges.  With required traits on
-        the spread group, one of its providers of the tree must hold
-        them all.  Never with ``same_subtree`` (enumerated)."""
-        if self.request.same_subtree:
-            return np.zeros_like(hosting)
-        sure = hosting.copy()
-        counts = [self._count(unit) for unit in units]
-        for members in _coupled_sets(units, self.request.group_policy):
-            for index in members:
-                sure &= counts[index] >= len(members)
-        group = self.request.groups.get('')
-        if self.spread and group is not None and group.required:
-            holds = np.ones(self.forest.size, dtype=bool)
-            for any_of in group.required:
-                holds &= self.forest.with_any_trait(any_of)
-            sure &= np.logical_or.reduce(
-                [self.forest.per_tree(unit.own & holds)
-                 for unit in units if unit.suffix == ''])
-        return sure
-
-    def _count(self, unit: _Unit) -> np.ndarray:
-        """Over the root rows: how many providers can serve ``unit``
-        anchored there."""
-        forest = self.forest
-        count = np.bincount(forest.tree_of[unit.own & forest.present],
-                            minlength=len(forest.roots.providers))
-        for _index, anchors in unit.shared:
-            count[list(anchors)] += 1
-        return count
-
     def first(self, tree: int) -> AllocationRequest | None:
         """The first allocation request anchored to root row ``tree``
         that takes something from its own tree, at the current use;
         None when there is none."""
-        units = self._units()
-        reachable, hosting = self._reach(units)
+        units = self.matching.units()
+        reachable, hosting = self.matching.reach(units)
         if not hosting[tree]:
             return None
         return self._first(units, tree, self._serving(units, [tree]))
 
-    def _first(self, units: Sequence[_Unit], tree: int,
+    def _first(self, units: Sequence[Unit], tree: int,
                serving: Sequence[Mapping[int, list[int]]]
                ) -> AllocationRequest | None:
         forest = self.forest
@@ -641,8 +217,8 @@ class Plan:
 
     def allocation_requests(self) -> list[AllocationRequest]:
         """Every distinct allocation request, in our order (module)."""
-        units = self._units()
-        reachable, _ = self._reach(units)
+        units = self.matching.units()
+        reachable, _ = self.matching.reach(units)
         trees = np.flatnonzero(reachable)
         serving = self._serving(units, trees)
         seen: set[Any] = set()
@@ -657,7 +233,7 @@ class Plan:
 
     # -- one anchor -------------------------------------------------------
 
-    def _serving(self, units: Sequence[_Unit], trees: Iterable[int]
+    def _serving(self, units: Sequence[Unit], trees: Iterable[int]
                  ) -> list[dict[int, list[int]]]:
         """Per unit, per root row of ``trees``: the providers that can
         serve the unit anchored there, its own tree's first (forest
@@ -687,7 +263,7 @@ class Plan:
             found.append(by_tree)
         return found
 
-    def _at(self, units: Sequence[_Unit], tree: int,
+    def _at(self, units: Sequence[Unit], tree: int,
             serving: Sequence[Mapping[int, list[int]]]
             ) -> Iterator[AllocationRequest]:
         """The allocation requests anchored to root row ``tree``
@@ -697,7 +273,7 @@ class Plan:
             by_group.setdefault(unit.suffix, []).append(by_tree.get(tree, []))
         choices = []
         for suffix, group in self.request.groups.items():
-            if suffix == '' and self.spread:
+            if suffix == '' and self.matching.spread:
                 found = self._spread_choices(group, by_group[suffix])
             else:
                 found = [_Choice(tuple((index, rc, amount) for rc, amount
@@ -792,33 +368,6 @@ class Plan:
             mappings[suffix] = mappings.get(suffix, frozenset()) | \
                 choice.providers
         return AllocationRequest(tree, allocations, mappings)
-
-
-def _coupled_sets(units: Sequence[_Unit], group_policy: str | None
-                  ) -> list[list[int]]:
-    """The sets (of two units or more; indices into ``units``) that are
-    coupled: units asking one resource class may merge their amounts on
-    one provider, and the numbered groups under ``isolate`` must not
-    share one (connected sets, by union-find)."""
-    parent = list(range(len(units)))
-
-    def root(index: int) -> int:
-        while parent[index] != index:
-            parent[index] = parent[parent[index]]
-            index = parent[index]
-        return index
-
-    numbered = [index for index, unit in enumerate(units) if unit.suffix]
-    pairs = [(a, b) for a, b in itertools.combinations(range(len(units)), 2)
-             if units[a].resources.keys() & units[b].resources.keys()]
-    if group_policy == 'isolate':
-        pairs += list(itertools.pairwise(numbered))
-    for a, b in pairs:
-        parent[root(a)] = root(b)
-    sets: dict[int, list[int]] = {}
-    for index in range(len(units)):
-        sets.setdefault(root(index), []).append(index)
-    return [members for members in sets.values() if len(members) > 1]
 
 
 def allocation_candidates(forest: Forest, request: Request

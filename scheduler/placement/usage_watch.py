@@ -38,11 +38,13 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any
 
 from oslo_log import log as logging
 
 from scheduler.placement import database
+from scheduler.placement.provider_trees import Forest
 
 LOG = logging.getLogger(__name__)
 
@@ -127,3 +129,23 @@ def _watch(ref: Callable[[], UsageWatch | None], stop: threading.Event,
             return
         watch.check()
         del watch
+
+
+def stale_providers(forest: Forest, id_of: Mapping[str, int],
+                    usages: Usages) -> set[int]:
+    """The providers (``resource_providers.id``, by uuid in ``id_of``)
+    of ``forest`` whose usage differs from ``usages``, as
+    ``UsageWatch`` reads them: ``{id: {resource class: used}}``, a
+    provider without an allocation absent, a class not in use left
+    out."""
+    stale = set()
+    for table in (forest.roots, forest.children):
+        for provider in list(table.providers):
+            row_id = id_of.get(provider.uuid)
+            if row_id is None:
+                continue
+            used = {rc: amount for rc, amount in provider.usages.items()
+                    if amount}
+            if used != usages.get(row_id, {}):
+                stale.add(row_id)
+    return stale

@@ -3,13 +3,14 @@
 ``PlacementView`` keeps every resource provider of Placement's database
 (read through ``[placement_database] connection``, never written): the
 root providers in a ``ProviderTable``, the child providers in another,
-both in a ``scheduler.placement.trees.Forest``.  ``refresh`` reads again
-only the providers that changed: those whose generation moved (Placement
-bumps it when a provider's inventories, traits or aggregates change and
-when allocations are written against it, our own claims included), and
-those whose usage changed without a bump (allocations removed: a
-``DELETE /allocations/{consumer}``, or a consumer moved off the provider),
-which ``scheduler.placement.usage_watch`` finds within ``[placement_database]
+both in a ``scheduler.placement.provider_trees.Forest``.  ``refresh``
+reads again only the providers that changed: those whose generation
+moved (Placement bumps it when a provider's inventories, traits or
+aggregates change and when allocations are written against it, our own
+claims included), and those whose usage changed without a bump
+(allocations removed: a ``DELETE /allocations/{consumer}``, or a
+consumer moved off the provider), which
+``scheduler.placement.usage_watch`` finds within ``[placement_database]
 usage_check_interval`` seconds.  The first ``refresh`` reads everything;
 the service answers only after it.
 
@@ -24,7 +25,7 @@ with no ``limit``: every host is considered):
   classes, traits, aggregates: the VGPU, bandwidth or PCI providers
   under a compute node) nor a resource class a sharing provider offers
   is answered by the root providers' columns alone
-  (``scheduler.placement.candidates``, ``trees.root_group``): the fast
+  (``scheduler.placement.candidates``, ``provider_trees.root_group``): the fast
   path;
 * any other request (numbered groups, ports, accelerators, a VGPU from
   a child provider, a disk from a sharing provider, ``same_subtree``)
@@ -66,6 +67,7 @@ from scheduler.db.nova import cells
 from scheduler.placement import candidates as candidates_lib
 from scheduler.placement import client as client_lib
 from scheduler.placement import database
+from scheduler.placement import provider_trees
 from scheduler.placement import query as query_lib
 from scheduler.placement import request as request_lib
 from scheduler.placement import request_filters
@@ -114,7 +116,7 @@ class PlacementView:
         # providers, and both as one forest.
         self.table: candidates_lib.ProviderTable | None = None
         self.children: candidates_lib.ProviderTable | None = None
-        self.forest: trees.Forest | None = None
+        self.forest: provider_trees.Forest | None = None
         self._generations: dict[int, int] = {}
         self._child_generations: dict[int, int] = {}
         self._id_of: dict[str, int] = {}
@@ -180,11 +182,9 @@ class PlacementView:
                 roots.keys() != self._generations.keys() or
                 children.keys() != self._child_generations.keys()):
             return self._read_all(connection, roots, children)
-        changed = {rp_id for rp_id, generation in roots.items()
-                   if generation != self._generations[rp_id]}
-        changed |= {rp_id for rp_id, generation in children.items()
-                    if generation != self._child_generations[rp_id]}
-        changed |= self._take_stale()
+        changed = (_moved(self._generations, roots) |
+                   _moved(self._child_generations, children) |
+                   self._take_stale())
         if changed:
             self.reads += 1
             found, below = database.read_trees(connection, changed)
@@ -202,7 +202,7 @@ class PlacementView:
         found, below = database.read_trees(connection)
         self.table = candidates_lib.ProviderTable(found.values())
         self.children = candidates_lib.ProviderTable(below.values())
-        self.forest = trees.Forest(self.table, self.children)
+        self.forest = provider_trees.Forest(self.table, self.children)
         self._table_epoch += 1
         self._id_of = {p.uuid: rp_id for providers in (found, below)
                        for rp_id, p in providers.items()}
@@ -246,15 +246,9 @@ class PlacementView:
         thread, without the host manager's lock: a provider the view
         reads or consumes meanwhile may be read once more than needed,
         never less (one it consumes is to be read again anyway)."""
-        forest, id_of = self.forest, self._id_of
-        if forest is None:
+        if self.forest is None:
             return
-        stale = {id_of[provider.uuid]
-                 for table in (forest.roots, forest.children)
-                 for provider in list(table.providers)
-                 if provider.uuid in id_of and
-                 _used(provider.usages) != usages.get(id_of[provider.uuid],
-                                                      {})}
+        stale = usage_watch.stale_providers(self.forest, self._id_of, usages)
         if stale:
             LOG.debug('Usage changed outside a generation bump on %d '
                       'resource provider(s)', len(stale))
@@ -267,14 +261,11 @@ class PlacementView:
             self.watch = None
         self.engine.dispose()
 
-    def _forest(self) -> trees.Forest:
+    def _forest(self) -> provider_trees.Forest:
         if self.forest is None:
             self.refresh()
         assert self.forest is not None
         return self.forest
-
-    def _table(self) -> candidates_lib.ProviderTable:
-        return self._forest().roots
 
     # -- one request --------------------------------------------------------
 
@@ -308,7 +299,7 @@ class PlacementView:
             LOG.info('No allocation candidate: Placement refuses the query '
                      '(unknown traits %s)', ', '.join(sorted(unknown)))
             return Candidates()
-        group = trees.root_group(request, forest)
+        group = provider_trees.root_group(request, forest)
         if group is not None:
             return Candidates(group=group, static=forest.roots.matches(group))
         return Candidates(plan=trees.Plan(forest, request))
@@ -326,13 +317,14 @@ class PlacementView:
 
     def covers(self, group: candidates_lib.RequestGroup) -> bool:
         """Whether the root providers alone answer ``group`` (an
-        unsuffixed group alone) as Placement: ``trees.Features.covers``."""
+        unsuffixed group alone) as Placement:
+        ``provider_trees.Features.covers``."""
         return self._forest().features.covers(group)
 
     def passes(self, uuids: Sequence[str]) -> np.ndarray:
         """Which of the compute nodes ``uuids`` can hold one more
         instance of the current request: a boolean array."""
-        table = self._table()
+        table = self._forest().roots
         missing = len(table.providers)
         rows = np.fromiter((table.row_of.get(uuid, missing)
                             for uuid in uuids), dtype=np.intp,
@@ -341,11 +333,11 @@ class PlacementView:
 
     def passes_rows(self, hosts: Any, rows: np.ndarray) -> np.ndarray:
         """``passes`` for the HostStates at ``rows`` of ``hosts`` (a
-        ``scheduler.host_table.HostTable``): a boolean array over
+        ``scheduler.view.host_table.HostTable``): a boolean array over
         ``rows``.  Each host's provider row is kept in the HostTable's
         memo, computed again only for hosts synced since, or when the
         providers were read anew."""
-        table = self._table()
+        table = self._forest().roots
         missing = len(table.providers)
         provider_rows = hosts.memo(
             self, ('provider_row', self._table_epoch),
@@ -358,7 +350,7 @@ class PlacementView:
         provider, False): whether the compute node can hold one more
         instance of the current request."""
         current = self.current
-        table = self._table()
+        table = self._forest().roots
         if current.group is not None:
             assert current.static is not None
             fits = table.fits_capacity(current.group) & current.static
@@ -380,7 +372,7 @@ class PlacementView:
         chosen = current.chosen.get(uuid, [])
         if nth is not None and nth < len(chosen):
             return chosen[nth]
-        row = self._table().row_of[uuid]      # KeyError: not a provider
+        row = self._forest().roots.row_of[uuid]      # KeyError: not a provider
         if current.group is not None:
             return {'allocations': {uuid: {'resources': dict(
                         current.group.resources)}},
@@ -414,9 +406,11 @@ class PlacementView:
             self.forget([rp_uuid])
 
 
-def _used(usages: dict[str, int]) -> dict[str, int]:
-    """``usages`` without the resource classes not in use."""
-    return {rc: used for rc, used in usages.items() if used}
+def _moved(known: dict[int, int], read: dict[int, int]) -> set[int]:
+    """The providers whose generation in ``read`` is not the ``known``
+    one (both ``{id: generation}`` over the same ids)."""
+    return {rp_id for rp_id, generation in read.items()
+            if generation != known[rp_id]}
 
 
 def from_config(conf: Any) -> PlacementView:

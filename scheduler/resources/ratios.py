@@ -11,8 +11,8 @@ import math
 import typing
 from collections.abc import Callable
 
-from scheduler import aggregates
 from scheduler.conf import CONF
+from scheduler.resources import aggregates
 
 # The ratio names, as HostState attributes, HostTable columns, options
 # and aggregate metadata keys.

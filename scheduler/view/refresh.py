@@ -23,10 +23,10 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from scheduler.conf import CONF
-from scheduler.host_state import HostState
-from scheduler.host_table import HostTable
 from scheduler.observability import metrics
 from scheduler.view import tracking
+from scheduler.view.host_state import HostState
+from scheduler.view.host_table import HostTable
 
 LOG = logging.getLogger(__name__)
 

@@ -20,15 +20,15 @@ import numpy as np
 import numpy.typing as npt
 from oslo_log import log as logging
 
-from scheduler import aggregates
 from scheduler import loadables
 from scheduler.conf import CONF
+from scheduler.resources import aggregates
 from scheduler.weights.weighing import Weighing
 
 if typing.TYPE_CHECKING:
-    from scheduler.host_state import HostState
-    from scheduler.host_table import HostTable
     from scheduler.objects.request_spec import RequestSpec
+    from scheduler.view.host_state import HostState
+    from scheduler.view.host_table import HostTable
 
 LOG = logging.getLogger(__name__)
 

@@ -20,10 +20,10 @@ import collections
 
 import numpy as np
 
-from scheduler import metrics
 from scheduler import weights
 from scheduler.conf import CONF
 from scheduler.objects import image_meta
+from scheduler.resources import node_metrics
 
 SETTING_OPTION = 'filter_scheduler.image_props_weight_setting'
 # Instance fields holding a copy of an image property (legacy names).
@@ -61,7 +61,7 @@ def configured_ratios():
     """``{property: ratio}`` from ``[filter_scheduler]
     image_props_weight_setting`` (invalid entries skipped and logged;
     the last of duplicate names wins)."""
-    return dict(metrics.cached_weight_setting(
+    return dict(node_metrics.cached_weight_setting(
         tuple(CONF.filter_scheduler.image_props_weight_setting),
         SETTING_OPTION))
 

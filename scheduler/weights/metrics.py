@@ -5,11 +5,11 @@ Follows Nova's MetricsWeigher (Icehouse onwards).
 
 import numpy as np
 
-from scheduler import aggregates
 from scheduler import exception
-from scheduler import metrics
 from scheduler import weights
 from scheduler.conf import CONF
+from scheduler.resources import aggregates
+from scheduler.resources import node_metrics
 
 # Aggregate metadata key overriding ``[metrics] weight_multiplier``.
 AGGREGATE_MULTIPLIER_KEY = 'metrics_weight_multiplier'
@@ -21,7 +21,8 @@ class MetricsWeigher(weights.BaseHostWeigher):
     and the weigher has no effect).
 
     Units are the metrics' own (``*.percent`` in percent, see
-    ``scheduler.metrics``); a name listed twice counts with both ratios.
+    ``scheduler.resources.node_metrics``); a name listed twice counts with both
+    ratios.
     When a host lacks a listed metric (or reports it with no numeric
     value):
 
@@ -46,9 +47,9 @@ class MetricsWeigher(weights.BaseHostWeigher):
             CONF.metrics.weight_multiplier, cast_to=aggregates.finite_float)
 
     def weigh_object(self, host_state, weight_properties):
-        values = metrics.host_metrics(host_state)
+        values = node_metrics.host_metrics(host_state)
         total = 0.0
-        for name, ratio in metrics.configured_weight_setting():
+        for name, ratio in node_metrics.configured_weight_setting():
             value = values.get(name)
             if value is not None:
                 total += value * ratio
@@ -60,12 +61,12 @@ class MetricsWeigher(weights.BaseHostWeigher):
         return CONF.metrics.weight_multiplier
 
     def weigh_rows(self, table, rows, weight_properties):
-        if not metrics.configured_weight_setting():
+        if not node_metrics.configured_weight_setting():
             return np.zeros(len(rows))
         return None
 
     def memo_key(self, weight_properties):
-        return (tuple(metrics.configured_weight_setting()),
+        return (tuple(node_metrics.configured_weight_setting()),
                 CONF.metrics.required, CONF.metrics.weight_of_unavailable,
                 CONF.metrics.weight_multiplier)
 

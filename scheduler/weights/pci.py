@@ -5,8 +5,8 @@ Follows Nova's PCIWeigher (Pike onwards).
 
 from oslo_log import log as logging
 
-from scheduler import pci as device_pools
 from scheduler import weights
+from scheduler.resources import pci_pools as device_pools
 
 LOG = logging.getLogger(__name__)
 
@@ -17,7 +17,8 @@ MAX_DEVS = 100
 
 def free_pci_devices(host_state):
     """The number of free PCI devices of the host: the sum of its pools'
-    ``count``.  ``pci_stats`` is parsed by ``scheduler.pci.parse_pools``
+    ``count``.  ``pci_stats`` is parsed by
+    ``scheduler.resources.pci_pools.parse_pools``
     (None, a legacy pool list or a PciDevicePoolList primitive); a
     malformed value counts as no device rather than failing the request.
     """

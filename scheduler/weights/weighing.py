@@ -24,8 +24,8 @@ import numpy as np
 import numpy.typing as npt
 
 if typing.TYPE_CHECKING:
-    from scheduler.host_table import HostTable
     from scheduler.objects.request_spec import RequestSpec
+    from scheduler.view.host_table import HostTable
     from scheduler.weights import BaseHostWeigher
 
 _Rows = npt.NDArray[np.intp]

@@ -43,9 +43,9 @@ import sqlalchemy as sa
 from oslo_log import log as logging
 
 from scheduler import rpc
-from scheduler import rpcapi
 from scheduler.conf import CONF
 from scheduler.db import api as db
+from scheduler.server import rpcapi
 from scheduler_tools import databases
 from scheduler_tools import seed
 from scheduler_tools.bench import ENDTOEND

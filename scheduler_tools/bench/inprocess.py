@@ -238,7 +238,7 @@ def warm_up(decide, bench, settings, heartbeat, label, since,
     warm-up stream until ``WARMUP_MIN_S`` seconds have passed ``since``
     (monotonic time, right after the fleet was seeded; within the time
     budget): the scheduler's sweeps then look past the seeding, whose
-    rows they would all compare (``scheduler.host_manager``)."""
+    rows they would all compare (``scheduler.view.host_manager``)."""
     warmup = bench.warmup_requests(settings.warmup)
     with progress_bar(len(warmup), label + ' warm-up',
                       settings.progress) as bar:

@@ -123,13 +123,14 @@ from oslo_log import log as logging
 
 from scheduler import context as scheduler_context
 from scheduler import exception
-from scheduler import host_state
 from scheduler import rpc
-from scheduler import rpcapi
 from scheduler.conf import CONF
 from scheduler.db import api as db
+from scheduler.db import claim_sql
 from scheduler.db import claims
 from scheduler.drivers import filter_scheduler
+from scheduler.server import rpcapi
+from scheduler.view import host_state
 from scheduler_tools import seed
 from scheduler_tools.bench import LOAD
 from scheduler_tools.bench import BenchError
@@ -163,7 +164,7 @@ SERVING_MARKER = ' serving topic '
 ERROR_MARKER = ' ERROR '
 # Loggers the services log at INFO whatever QUIET_LOG_LEVELS say.
 SERVICE_LOG_LEVELS = ['scheduler.drivers.filter_scheduler=INFO',
-                      'scheduler.service=INFO']
+                      'scheduler.server.service=INFO']
 LOG_FILE = 'scheduler.log'
 HEARTBEAT_INTERVAL_S = inprocess.HEARTBEAT_INTERVAL_S
 REQUEST_CHUNK = 200
@@ -208,7 +209,7 @@ def load_hosts(count, seed=0, ram_divisor=RAM_DIVISOR):
 def remove_load(ctx, seeded):
     """Delete the claims on the seeded compute nodes, then the seeded
     rows (``seed.remove_seeded``)."""
-    table = claims.CLAIMS
+    table = claim_sql.CLAIMS
     ids = seeded.compute_node_ids
     with db.context_manager.writer.using(ctx) as session:
         for start in range(0, len(ids), seed.INSERT_CHUNK):
@@ -232,20 +233,20 @@ def release_claims(ctx, chunk=RELEASE_CHUNK):
 
 def fleet_totals(ctx):
     """Sums over the live compute nodes, per resource of
-    ``claims.RESOURCES`` (``vcpus``, ``memory_mb`` in MiB, ``disk_gb`` in
+    ``claim_sql.RESOURCES`` (``vcpus``, ``memory_mb`` in MiB, ``disk_gb`` in
     GiB): ``{'fleet_<name>_used': reported usage, 'fleet_<name>_claimed':
     claims, 'fleet_<name>_capacity': total times the allocation ratio
     claims use (float)}``."""
     node = db.COMPUTE_NODES.c
     columns = [node.id]
-    for resource in claims.RESOURCES:
+    for resource in claim_sql.RESOURCES:
         columns += [node[resource.total], node[resource.used],
                     node[resource.claimed], node[resource.ratio]]
     with db.context_manager.reader.using(ctx) as session:
         rows = session.execute(sa.select(*columns).where(
             node.deleted == 0)).mappings().all()
     totals = {}
-    for resource in claims.RESOURCES:
+    for resource in claim_sql.RESOURCES:
         prefix = 'fleet_%s_' % resource.name
         totals[prefix + 'used'] = sum(row[resource.used] or 0
                                       for row in rows)

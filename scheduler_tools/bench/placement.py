@@ -85,6 +85,7 @@ from keystoneauth1 import token_endpoint
 
 from scheduler.placement import candidates
 from scheduler.placement import database
+from scheduler.placement import provider_trees
 from scheduler.placement import query
 from scheduler.placement import trees
 from scheduler.placement.candidates import Inventory
@@ -482,16 +483,16 @@ def _levels(providers: Sequence[Provider]) -> list[list[Provider]]:
 
 # ------------------------------------------------------------- measure --
 
-def our_candidates(forest: trees.Forest,
+def our_candidates(forest: provider_trees.Forest,
                    params: Mapping[str, str]) -> dict[str, Any]:
     """Our answer to one ``GET /allocation_candidates`` query (``params``
     as Placement's query string), Placement's body at microversion 1.36,
     as the Placement view computes it: over the root providers alone
-    (``candidates.allocation_candidates``) when ``trees.root_group``
+    (``candidates.allocation_candidates``) when ``provider_trees.root_group``
     says they answer it, else over the provider trees
     (``trees.allocation_candidates``)."""
     request = query.Request.from_query(params)
-    group = trees.root_group(request, forest)
+    group = provider_trees.root_group(request, forest)
     if group is None:
         return trees.allocation_candidates(forest, request)
     return candidates.allocation_candidates(forest.roots, group)
@@ -579,7 +580,7 @@ def measure(api: Any, engine: Any, written: Collection[str],
         raise BenchError('--placement-database holds %d providers, not the '
                          '%d written through --placement-url: is it that '
                          "Placement's database?" % (len(read), len(written)))
-    forest = trees.Forest(candidates.ProviderTable(roots.values()),
+    forest = provider_trees.Forest(candidates.ProviderTable(roots.values()),
                           candidates.ProviderTable(children.values()))
     label = '%s %s providers' % (PLACEMENT, '{:,}'.format(len(read)))
     theirs, ours, compared = _compare(
@@ -604,11 +605,11 @@ def measure(api: Any, engine: Any, written: Collection[str],
     return row
 
 
-def _root_candidates(forest: trees.Forest, params: Mapping[str, str]
+def _root_candidates(forest: provider_trees.Forest, params: Mapping[str, str]
                      ) -> list[Provider]:
     """The candidate providers of a query the root providers answer
-    (``trees.root_group``), not shaped as Placement's body."""
-    group = trees.root_group(query.Request.from_query(params), forest)
+    (``provider_trees.root_group``), not shaped as Placement's body."""
+    group = provider_trees.root_group(query.Request.from_query(params), forest)
     if group is None:
         raise BenchError('%s needs provider trees' % dict(params))
     return forest.roots.candidates(group)

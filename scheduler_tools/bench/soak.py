@@ -113,7 +113,6 @@ from oslo_log import log as logging
 from scheduler import context as scheduler_context
 from scheduler import exception
 from scheduler import rpc
-from scheduler import rpcapi
 from scheduler.conf import CONF
 from scheduler.db import api as db
 from scheduler.db import claims
@@ -122,6 +121,7 @@ from scheduler.db import hosts as db_hosts
 from scheduler.objects import aggregate as aggregate_obj
 from scheduler.objects import instance as instance_obj
 from scheduler.objects import request_spec
+from scheduler.server import rpcapi
 from scheduler_tools import seed
 from scheduler_tools import writers
 from scheduler_tools.bench import BenchError

@@ -54,8 +54,8 @@ from oslo_utils import timeutils
 
 from scheduler.db import api as db
 from scheduler.db import claims
-from scheduler.host_state import resolve_allocation_ratio
 from scheduler.objects import instance as instance_obj
+from scheduler.view.host_state import resolve_allocation_ratio
 
 ACTIVE = 'active'
 RUNNING = 1  # Nova's power_state.RUNNING

@@ -33,7 +33,7 @@ import math
 
 import numpy as np
 
-from scheduler.host_state import resolve_allocation_ratio
+from scheduler.view.host_state import resolve_allocation_ratio
 
 RESOURCES = ('vcpus', 'memory_mb', 'disk_gb')
 RATIO_NAMES = ('cpu_allocation_ratio', 'ram_allocation_ratio',

@@ -20,9 +20,9 @@ import multiprocessing
 from oslo_log import log as logging
 
 from scheduler import rpc
-from scheduler import service
 from scheduler.conf import CONF
 from scheduler.db import api as db
+from scheduler.server import service
 from scheduler_tools.replay import broker
 
 LOG = logging.getLogger(__name__)

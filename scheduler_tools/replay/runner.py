@@ -89,11 +89,11 @@ from oslo_messaging import opts as messaging_opts
 from scheduler import context as scheduler_context
 from scheduler import objects
 from scheduler import rpc
-from scheduler import rpcapi
 from scheduler.conf import CONF
 from scheduler.db import api as db
 from scheduler.db import migration
-from scheduler.host_state import resolve_allocation_ratio
+from scheduler.server import rpcapi
+from scheduler.view.host_state import resolve_allocation_ratio
 from scheduler_tools import seed
 from scheduler_tools.replay import agent
 from scheduler_tools.replay import broker

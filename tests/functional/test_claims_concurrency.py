@@ -207,7 +207,7 @@ node_ids, attempts, threads = json.loads(node_ids), int(attempts), int(threads)
 writers.reset_engine(url)
 ctx = context.get_admin_context()
 claims.claims_count(ctx)
-ratios = dict.fromkeys(claims.RATIO_NAMES, 1.0)
+ratios = dict.fromkeys(claim_sql.RATIO_NAMES, 1.0)
 expires = datetime.datetime(2100, 1, 1)
 won = []
 print('ready', flush=True)

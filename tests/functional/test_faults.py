@@ -51,12 +51,12 @@ from oslo_utils import uuidutils
 from scheduler import context as scheduler_context
 from scheduler import exception
 from scheduler import rpc
-from scheduler import rpcapi
 from scheduler.conf import CONF
 from scheduler.db import api as db
 from scheduler.db import claims
 from scheduler.objects import instance as instance_obj
 from scheduler.objects import instance_group as group_obj
+from scheduler.server import rpcapi
 from scheduler_tools import databases
 from scheduler_tools import seed
 from scheduler_tools import writers
@@ -1011,7 +1011,8 @@ FLOOD_DRAIN_BOUND = 60
 FLOOD_SENDER = """
 import sys, time
 from oslo_utils import uuidutils
-from scheduler import context, rpc, rpcapi
+from scheduler import context, rpc
+from scheduler.server import rpcapi
 from scheduler.conf import CONF
 from scheduler.objects import aggregate as aggregate_obj
 from scheduler.objects import instance as instance_obj

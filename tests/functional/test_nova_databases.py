@@ -27,7 +27,6 @@ from nova_databases import NovaDatabases
 from nova_databases import schema_of
 
 from scheduler import context as scheduler_context
-from scheduler import service
 from scheduler.db import api
 from scheduler.db import claims
 from scheduler.db import source as db_source
@@ -36,6 +35,7 @@ from scheduler.objects import cell_mapping
 from scheduler.objects import instance_group as group_obj
 from scheduler.objects import request_spec
 from scheduler.objects import selection as selection_obj
+from scheduler.server import service
 from scheduler.view import refresh
 from scheduler_tools import seed
 from scheduler_tools import writers

@@ -45,9 +45,9 @@ from deployment import service_environment
 from scheduler import context as scheduler_context
 from scheduler import exception
 from scheduler import rpc
-from scheduler import rpcapi
 from scheduler.conf import CONF
 from scheduler.db import migration
+from scheduler.server import rpcapi
 from scheduler_tools import seed
 
 DOC = pathlib.Path(__file__).resolve().parents[2] / 'docs' / 'tutorial.rst'

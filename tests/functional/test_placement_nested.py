@@ -44,6 +44,7 @@ from placement_api import PlacementAPI
 
 from scheduler.placement import candidates
 from scheduler.placement import database
+from scheduler.placement import provider_trees
 from scheduler.placement import query
 from scheduler.placement import trees
 
@@ -141,7 +142,7 @@ def forests(draw):
         sharing = draw(provider(['DISK_GB'], ROOT_TRAITS, aggregates))
         found.append(candidates.Provider(
             sharing.uuid, sharing.name, sharing.inventories,
-            sharing.usages, sharing.traits | {trees.SHARING_TRAIT},
+            sharing.usages, sharing.traits | {provider_trees.SHARING_TRAIT},
             sharing.aggregates or frozenset(aggregates[:1])))
     return found, aggregates
 
@@ -417,10 +418,11 @@ def test_nested_candidates_equal_placements(placement, data):
         read = {p.uuid: p for p in [*roots.values(), *children.values()]}
         for provider_ in providers:
             assert read[provider_.uuid] == provider_
-        forest = trees.Forest(candidates.ProviderTable(roots.values()),
-                              candidates.ProviderTable(children.values()))
+        forest = provider_trees.Forest(
+            candidates.ProviderTable(roots.values()),
+            candidates.ProviderTable(children.values()))
         sharing = {p.uuid for p in providers
-                   if trees.SHARING_TRAIT in p.traits}
+                   if provider_trees.SHARING_TRAIT in p.traits}
         event('nested' if forest.has_trees else 'flat')
         event('sharing' if sharing else 'no sharing')
         for params in data.draw(st.lists(requests(forest_), min_size=2,

@@ -13,9 +13,9 @@ import sys
 import pytest
 import stevedore
 
-from scheduler import host_manager
 from scheduler import loadables
 from scheduler.engine import pipeline
+from scheduler.view import host_manager
 from scheduler_tools import seed
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir,

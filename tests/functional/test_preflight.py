@@ -1,6 +1,6 @@
 """A configuration that cannot work stops ``scheduler-service`` at once:
 exit status 1, one "Cannot start:" line in its log file saying why, and
-no worker forked (``scheduler.preflight``); ``scheduler-status upgrade
+no worker forked (``scheduler.server.preflight``); ``scheduler-status upgrade
 check`` reports the same checks."""
 
 import os

@@ -21,10 +21,10 @@ import pytest
 import sqlalchemy as sa
 from deployment import Deployment
 
-from scheduler import attestation  # noqa: F401  (registers its options)
 from scheduler import exception
 from scheduler import rpc
 from scheduler.conf import CONF
+from scheduler.filters import attestation  # noqa: F401  (registers its options)
 from scheduler_tools import seed
 
 PASSWORD = 's3cr3t-PASSWORD'
@@ -198,7 +198,7 @@ def test_in_process_service_never_logs_passwords(
     _seed(dep.ctx)
     try:
         dep.start()
-        CONF.log_opt_values(logging.getLogger('scheduler.service'),
+        CONF.log_opt_values(logging.getLogger('scheduler.server.service'),
                             logging.DEBUG)
         _exercise(dep)
     finally:

@@ -16,13 +16,13 @@ import uuid
 
 from oslo_utils import timeutils
 
-from scheduler import host_state as host_state_module
 from scheduler.objects import aggregate as aggregate_obj
 from scheduler.objects import flavor as flavor_obj
 from scheduler.objects import image_meta
 from scheduler.objects import instance as instance_obj
 from scheduler.objects import instance_group as group_obj
 from scheduler.objects import request_spec
+from scheduler.view import host_state as host_state_module
 
 _FLAVOR_KWARGS = ('vcpus', 'memory_mb', 'root_gb', 'ephemeral_gb', 'swap',
                   'extra_specs', 'name')

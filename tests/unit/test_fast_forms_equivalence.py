@@ -52,11 +52,11 @@ from scheduler.filters import ram_filter
 from scheduler.filters.core_filter import CoreFilter
 from scheduler.filters.disk_filter import BaseDiskFilter
 from scheduler.filters.ram_filter import BaseRamFilter
-from scheduler.host_state import HostState
-from scheduler.host_table import HostTable
 from scheduler.objects import cell_mapping
 from scheduler.objects import instance as instance_obj
 from scheduler.objects import request_spec
+from scheduler.view.host_state import HostState
+from scheduler.view.host_table import HostTable
 from scheduler.weights import ram as ram_weigher
 
 NEWTON_AND_CORE = ['RetryFilter', 'AvailabilityZoneFilter', 'RamFilter',

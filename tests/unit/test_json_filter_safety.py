@@ -26,11 +26,11 @@ from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from scheduler import host_state
 from scheduler.filters import aggregate_instance_extra_specs
 from scheduler.filters import compute_capabilities_filter
 from scheduler.filters import extra_specs_ops
 from scheduler.filters import json_filter
+from scheduler.view import host_state
 
 PUBLIC_FIELDS = frozenset(name for name in host_state.HostState.__slots__
                           if not name.startswith('_'))

@@ -153,7 +153,7 @@ def test_instance_may_not_overcommit_against_itself(ctx, amounts):
     # Ratios of 10 leave room for all three requests, but each is larger
     # than the node's un-overcommitted total of one resource.
     node = _node(ctx, vcpus=2, memory_mb=4096, local_gb=10)
-    ratios = dict.fromkeys(claims.RATIO_NAMES, 10.0)
+    ratios = dict.fromkeys(claim_sql.RATIO_NAMES, 10.0)
     assert not _claim(ctx, node, None, *amounts, ratios=ratios)
     assert _claim(ctx, node, None, 2, 4096, 10, ratios)
 
@@ -481,7 +481,7 @@ class _Model:
 
 def _reset(ctx):
     with api.get_engine().begin() as connection:
-        for table in (claims.CLAIMS, api.COMPUTE_NODES, api.SERVICES):
+        for table in (claim_sql.CLAIMS, api.COMPUTE_NODES, api.SERVICES):
             connection.execute(sa.delete(table))
     return [_node(ctx, 'host%d' % i, **values)
             for i, values in enumerate(_NODES)]
@@ -527,8 +527,8 @@ def test_claim_and_release_arithmetic(sqlite_ctx, operations):
             (instance,) = args
             with api.get_engine().begin() as connection:
                 connection.execute(
-                    sa.update(claims.CLAIMS)
-                    .where(claims.CLAIMS.c.instance_uuid == uuids[instance])
+                    sa.update(claim_sql.CLAIMS)
+                    .where(claim_sql.CLAIMS.c.instance_uuid == uuids[instance])
                     .values(expires_at=now - MINUTE))
             expected = int(model.claims.pop(instance, None) is not None)
             assert claims.reconcile(ctx, now=now) == {
@@ -612,7 +612,7 @@ def test_claim_many_is_all_or_none_and_records_hosts(ctx):
 
 def test_default_ratios_are_the_host_views():
     """The claims resolve unset ratios as the host view does."""
-    from scheduler import host_state
-    assert claims.config_ratios() == {
+    from scheduler.view import host_state
+    assert claim_sql.config_ratios() == {
         name: host_state.resolve_allocation_ratio(name, None)
-        for name in claims.RATIO_NAMES}
+        for name in claim_sql.RATIO_NAMES}

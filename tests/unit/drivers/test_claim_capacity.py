@@ -16,11 +16,12 @@ import uuid
 import pytest
 
 from scheduler.db import api as db
+from scheduler.db import claim_sql
 from scheduler.db import claims
 from scheduler.drivers import filter_scheduler
 from scheduler.engine import reservation
 from scheduler.filters import claim_capacity
-from scheduler.host_state import HostState
+from scheduler.view.host_state import HostState
 from scheduler_tools import seed
 from scheduler_tools import writers
 
@@ -35,7 +36,7 @@ FREE = [(60, 140000), (61, 141000), (62, 142000), (63, 143000),
 
 @pytest.fixture(params=['sqlite', 'postgresql'])
 def ctx(request, tmp_path, conf):
-    for name in claims.RATIO_NAMES:
+    for name in claim_sql.RATIO_NAMES:
         conf.set_override(name, 1.0)
     conf.set_override('ram_weight_multiplier', -1.0,
                       group='filter_scheduler')

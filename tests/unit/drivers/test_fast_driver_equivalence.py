@@ -50,12 +50,12 @@ from hypothesis import strategies as st
 from oslo_utils import timeutils
 
 from scheduler import exception
-from scheduler import live_migration
 from scheduler.conf import CONF
 from scheduler.db import api as db
 from scheduler.db import claims
 from scheduler.drivers import base
 from scheduler.drivers import filter_scheduler
+from scheduler.engine import live_migration
 from scheduler.objects import aggregate as aggregate_obj
 from scheduler.objects import instance_group as group_obj
 from scheduler.objects import selection as selection_obj

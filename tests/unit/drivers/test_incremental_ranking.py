@@ -35,7 +35,7 @@ from scheduler import filters
 from scheduler import weights
 from scheduler.engine import pipeline
 from scheduler.filters import ram_filter
-from scheduler.host_table import HostTable
+from scheduler.view.host_table import HostTable
 from scheduler.weights import ram as ram_weigher
 from scheduler.weights import weighing
 from scheduler_tools import seed

@@ -13,10 +13,10 @@ import pytest
 from oslo_utils import timeutils
 
 from scheduler import exception
-from scheduler import manager
 from scheduler.drivers import filter_scheduler
 from scheduler.objects import instance_group as group_obj
 from scheduler.objects import request_spec
+from scheduler.server import manager
 from scheduler_tools import seed
 from scheduler_tools import writers
 

@@ -11,7 +11,7 @@ from scheduler.engine import explain
 from scheduler.filters import core_filter
 from scheduler.filters import disk_filter
 from scheduler.filters import ram_filter
-from scheduler.host_state import HostState
+from scheduler.view.host_state import HostState
 from scheduler_tools import seed
 from scheduler_tools import writers
 

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from scheduler import host_state
 from scheduler.filters import json_filter
+from scheduler.view import host_state
 
 QUERY = ['and', ['>=', '$free_ram_mb', 1024],
          ['>=', '$free_disk_mb', 200 * 1024]]

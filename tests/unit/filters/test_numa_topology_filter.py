@@ -6,10 +6,10 @@ import logging
 import fakes
 import pytest
 
-from scheduler import numa
 from scheduler.filters import numa_topology_filter
 from scheduler.objects import numa as numa_obj
 from scheduler.objects import pci as pci_obj
+from scheduler.resources import numa
 
 SMALL = {'size_kb': 4, 'total': 262144, 'used': 0, 'reserved': 0}
 

@@ -7,9 +7,9 @@ import fakes
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scheduler import pci
 from scheduler.filters import pci_passthrough_filter
 from scheduler.objects import pci as pci_obj
+from scheduler.resources import pci_pools
 
 POOLS = [{'vendor_id': '8086', 'product_id': '1520', 'numa_node': 0,
           'count': 2, 'dev_type': 'type-VF'},
@@ -123,10 +123,10 @@ _request_lists = st.lists(st.tuples(st.integers(0, 4), _spec_lists),
 def test_a_passing_host_has_enough_matching_devices(pools, pairs):
     if not _passes(pools, _requests(*pairs)):
         return
-    parsed = pci.parse_pools(pools)
+    parsed = pci_pools.parse_pools(pools)
     for count, specs in pairs:
         matching = sum(pool.count for pool in parsed
-                       if any(pci.spec_matches_pool(spec, pool)
+                       if any(pci_pools.spec_matches_pool(spec, pool)
                               for spec in specs))
         assert matching >= count
     # And all the requests together fit in the devices there are.

@@ -8,9 +8,9 @@ import threading
 import fakes
 import pytest
 
-from scheduler import attestation
 from scheduler.conf import CONF
 from scheduler.conf import trusted_computing
+from scheduler.filters import attestation
 from scheduler.filters import trusted_filter
 
 

@@ -11,11 +11,11 @@ import oslo_messaging as messaging
 import pytest
 
 from scheduler import context as scheduler_context
-from scheduler import manager
 from scheduler.db import source
 from scheduler.objects import cell_mapping
 from scheduler.objects import instance_group
 from scheduler.objects import request_spec
+from scheduler.server import manager
 from scheduler_tools import seed
 
 SELECTED = re.compile(

@@ -10,11 +10,11 @@ import pytest
 from oslo_utils import timeutils
 
 from scheduler import exception
-from scheduler import manager
 from scheduler.db import claims
 from scheduler.engine import reservation
 from scheduler.observability import metrics
 from scheduler.resources import capacity
+from scheduler.server import manager
 from scheduler_tools import seed
 from scheduler_tools import writers
 

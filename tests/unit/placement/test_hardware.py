@@ -6,7 +6,8 @@ with Nova's own over generated flavors and images).
 
 import pytest
 
-from scheduler.placement import hardware
+from scheduler.placement import cpu_pinning
+from scheduler.placement import hardware_features
 from scheduler.placement.hardware import HardwareRequest
 from scheduler.placement.hardware import HardwareRequestError
 
@@ -23,7 +24,7 @@ def refused(call, *args):
 # -- CPU pinning --------------------------------------------------------------
 
 def test_no_policy_asks_nothing():
-    assert hardware.pinning_request(4, {}, {}) == HardwareRequest()
+    assert cpu_pinning.pinning_request(4, {}, {}) == HardwareRequest()
 
 
 @pytest.mark.parametrize('specs, image', [
@@ -32,7 +33,7 @@ def test_no_policy_asks_nothing():
     ({'hw:cpu_policy': ''}, {}),
 ])
 def test_shared_asks_nothing(specs, image):
-    assert hardware.pinning_request(4, specs, image) == HardwareRequest()
+    assert cpu_pinning.pinning_request(4, specs, image) == HardwareRequest()
 
 
 @pytest.mark.parametrize('specs, image', [
@@ -43,26 +44,26 @@ def test_shared_asks_nothing(specs, image):
     ({'hw:cpu_policy': ''}, {'hw_cpu_policy': 'dedicated'}),
 ])
 def test_dedicated_asks_pcpus(specs, image):
-    assert hardware.pinning_request(4, specs, image) == HardwareRequest(
+    assert cpu_pinning.pinning_request(4, specs, image) == HardwareRequest(
         pcpus=4, cpu_pinning_requested=True)
 
 
 def test_dedicated_emulator_threads_isolate_adds_a_pcpu():
-    asked = hardware.pinning_request(4, {
+    asked = cpu_pinning.pinning_request(4, {
         'hw:cpu_policy': 'dedicated',
         'hw:emulator_threads_policy': 'isolate'}, {})
     assert (asked.pcpus, asked.vcpus) == (5, None)
 
 
 def test_emulator_threads_share_adds_nothing():
-    asked = hardware.pinning_request(4, {
+    asked = cpu_pinning.pinning_request(4, {
         'hw:cpu_policy': 'dedicated', 'hw:emulator_threads_policy': 'share'},
         {})
     assert asked.pcpus == 4
 
 
 def test_emulator_threads_isolate_without_pinning_adds_nothing():
-    assert hardware.pinning_request(
+    assert cpu_pinning.pinning_request(
         4, {'hw:emulator_threads_policy': 'isolate'}, {}) == HardwareRequest()
 
 
@@ -70,13 +71,13 @@ def test_emulator_threads_isolate_without_pinning_adds_nothing():
     ('0-1', 2), ('^0', 3), ('^0-2', 1), ('0,2,3', 3), ('0-3,^1,^3', 2),
     (' 1 , , 2', 2)])
 def test_mixed_dedicated_mask(mask, pcpus):
-    asked = hardware.pinning_request(4, {
+    asked = cpu_pinning.pinning_request(4, {
         'hw:cpu_policy': 'mixed', 'hw:cpu_dedicated_mask': mask}, {})
     assert asked == HardwareRequest(pcpus=pcpus, vcpus=4 - pcpus)
 
 
 def test_mixed_emulator_isolate_adds_a_pcpu_not_taken_from_vcpus():
-    asked = hardware.pinning_request(4, {
+    asked = cpu_pinning.pinning_request(4, {
         'hw:cpu_policy': 'mixed', 'hw:cpu_dedicated_mask': '^0',
         'hw:emulator_threads_policy': 'isolate'}, {})
     assert (asked.pcpus, asked.vcpus) == (4, 1)
@@ -90,19 +91,19 @@ def test_mixed_emulator_isolate_adds_a_pcpu_not_taken_from_vcpus():
 ])
 def test_mixed_realtime_mask(specs, image, pcpus):
     specs = {'hw:cpu_policy': 'mixed', 'hw:cpu_realtime': 'yes', **specs}
-    asked = hardware.pinning_request(4, specs, image)
+    asked = cpu_pinning.pinning_request(4, specs, image)
     assert (asked.pcpus, asked.vcpus) == (pcpus, 4 - pcpus)
 
 
 def test_mixed_dedicated_mask_before_realtime_mask():
-    asked = hardware.pinning_request(4, {
+    asked = cpu_pinning.pinning_request(4, {
         'hw:cpu_policy': 'mixed', 'hw:cpu_dedicated_mask': '0',
         'hw:cpu_realtime': 'true', 'hw:cpu_realtime_mask': '^0'}, {})
     assert (asked.pcpus, asked.vcpus) == (1, 3)
 
 
 def test_mixed_without_mask_asks_only_vcpus():
-    asked = hardware.pinning_request(4, {'hw:cpu_policy': 'mixed'}, {})
+    asked = cpu_pinning.pinning_request(4, {'hw:cpu_policy': 'mixed'}, {})
     assert (asked.pcpus, asked.vcpus) == (0, 4)
     assert not asked.cpu_pinning_requested
 
@@ -122,7 +123,7 @@ def test_mixed_without_mask_asks_only_vcpus():
      'forbidden'),
 ])
 def test_thread_policy_trait(specs, image, wish):
-    asked = hardware.pinning_request(2, specs, image)
+    asked = cpu_pinning.pinning_request(2, specs, image)
     assert asked.required_traits == ({HT} if wish == 'required' else set())
     assert asked.forbidden_traits == ({HT} if wish == 'forbidden' else set())
 
@@ -149,7 +150,7 @@ def test_thread_policy_trait(specs, image, wish):
      'InvalidCPUAllocationPolicy'),
 ])
 def test_pinning_refused(specs, image, error):
-    assert refused(hardware.pinning_request, 4, specs, image) == error
+    assert refused(cpu_pinning.pinning_request, 4, specs, image) == error
 
 
 @pytest.mark.parametrize('specs, error', [
@@ -171,26 +172,26 @@ def test_pinning_refused(specs, image, error):
 ])
 def test_mixed_masks_refused(specs, error):
     specs = {'hw:cpu_policy': 'mixed', **specs}
-    assert refused(hardware.pinning_request, 4, specs, {}) == error
+    assert refused(cpu_pinning.pinning_request, 4, specs, {}) == error
 
 
 def test_masks_are_ignored_without_mixed():
     specs = {'hw:cpu_policy': 'dedicated', 'hw:cpu_dedicated_mask': 'x',
              'hw:cpu_realtime': 'yes', 'hw:cpu_realtime_mask': 'x'}
-    assert hardware.pinning_request(2, specs, {}).pcpus == 2
+    assert cpu_pinning.pinning_request(2, specs, {}).pcpus == 2
 
 
 @pytest.mark.parametrize('spec, cpus', [
     ('', set()), ('3', {3}), ('1-3', {1, 2, 3}), ('0-5,^2-3,^5', {0, 1, 4}),
     ('^1,0-2', {0, 2}), (' 2 ,,4 ', {2, 4})])
 def test_parse_cpu_set(spec, cpus):
-    assert hardware.parse_cpu_set(spec) == cpus
+    assert cpu_pinning.parse_cpu_set(spec) == cpus
 
 
 # -- the other features -------------------------------------------------------
 
 def test_no_feature_asks_nothing():
-    assert hardware.feature_request({}, {}) == HardwareRequest()
+    assert hardware_features.feature_request({}, {}) == HardwareRequest()
 
 
 @pytest.mark.parametrize('specs, image, trait', [
@@ -206,7 +207,7 @@ def test_no_feature_asks_nothing():
           'hw_firmware_stateless': True}, 'HW_CPU_X86_INTEL_TDX'),
 ])
 def test_mem_encryption(specs, image, trait):
-    asked = hardware.feature_request(specs, image)
+    asked = hardware_features.feature_request(specs, image)
     assert asked.resources == {'MEM_ENCRYPTION_CONTEXT': 1}
     assert trait in asked.required_traits
 
@@ -217,7 +218,7 @@ def test_mem_encryption(specs, image, trait):
     ({}, {'hw_mem_encryption': False}),
 ])
 def test_mem_encryption_off(specs, image):
-    assert hardware.feature_request(specs, image) == HardwareRequest()
+    assert hardware_features.feature_request(specs, image) == HardwareRequest()
 
 
 @pytest.mark.parametrize('specs, image, error', [
@@ -241,7 +242,7 @@ def test_mem_encryption_off(specs, image):
      {**UEFI, 'hw_firmware_stateless': True}, 'InvalidVideoMode'),
 ])
 def test_mem_encryption_refused(specs, image, error):
-    assert refused(hardware.feature_request, specs, image) == error
+    assert refused(hardware_features.feature_request, specs, image) == error
 
 
 @pytest.mark.parametrize('pmem, resources', [
@@ -252,7 +253,7 @@ def test_mem_encryption_refused(specs, image, error):
     (' , ', {}),
 ])
 def test_vpmems_counted_per_resource_class(pmem, resources):
-    assert hardware.feature_request(
+    assert hardware_features.feature_request(
         {'hw:pmem': pmem}, {}).resources == resources
 
 
@@ -269,7 +270,8 @@ def test_vpmems_counted_per_resource_class(pmem, resources):
     ({'hw:tpm_model': 'tpm-crb'}, {}, set()),
 ])
 def test_vtpm_traits(specs, image, traits):
-    assert hardware.feature_request(specs, image).required_traits == traits
+    request = hardware_features.feature_request(specs, image)
+    assert request.required_traits == traits
 
 
 @pytest.mark.parametrize('specs, image', [
@@ -281,7 +283,7 @@ def test_vtpm_traits(specs, image, traits):
     ({'hw:tpm_version': '1.2', 'hw:tpm_model': 'tpm-crb'}, {}),
 ])
 def test_vtpm_refused(specs, image):
-    assert refused(hardware.feature_request, specs, image) in (
+    assert refused(hardware_features.feature_request, specs, image) in (
         'FlavorImageConflict', 'Invalid')
 
 
@@ -307,7 +309,7 @@ def test_vtpm_refused(specs, image):
     ({}, {'hw_firmware_type': 'bios', 'hw_firmware_stateless': True}, set()),
 ])
 def test_feature_traits(specs, image, traits):
-    asked = hardware.feature_request(specs, image)
+    asked = hardware_features.feature_request(specs, image)
     assert asked == HardwareRequest(required_traits=traits)
 
 
@@ -327,11 +329,11 @@ def test_feature_traits(specs, image, traits):
      'FlavorImageConflict'),
 ])
 def test_features_refused(specs, image, error):
-    assert refused(hardware.feature_request, specs, image) == error
+    assert refused(hardware_features.feature_request, specs, image) == error
 
 
 def test_features_combine():
-    asked = hardware.feature_request(
+    asked = hardware_features.feature_request(
         {'hw:mem_encryption': 'on', 'hw:pmem': 'a,b', 'hw:tpm_version': '2.0',
          'os:secure_boot': 'required'},
         {**UEFI, 'hw_firmware_stateless': True,

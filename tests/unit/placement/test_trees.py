@@ -11,6 +11,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from scheduler.placement import candidates as pc
+from scheduler.placement import provider_trees
 from scheduler.placement import query
 from scheduler.placement import trees
 
@@ -18,7 +19,7 @@ AGG = '11111111-1111-4111-8111-111111111111'
 # Providers that an ``in_tree`` names (uuid-like).
 CN1 = '44444444-4444-4444-8444-444444444444'
 GPU1 = '55555555-5555-4555-8555-555555555555'
-SHARES = trees.SHARING_TRAIT
+SHARES = provider_trees.SHARING_TRAIT
 
 
 def provider(name, parent=None, root=None, traits=(), aggregates=(),
@@ -35,7 +36,7 @@ def provider(name, parent=None, root=None, traits=(), aggregates=(),
 
 
 def forest(*providers):
-    return trees.Forest(
+    return provider_trees.Forest(
         pc.ProviderTable([p for p in providers if not p.parent_uuid]),
         pc.ProviderTable([p for p in providers if p.parent_uuid]))
 
@@ -218,7 +219,8 @@ def test_the_root_group_is_the_fast_path_when_no_child_is_asked():
                    provider('ss', traits=[SHARES], IPV4_ADDRESS=8))
 
     def group(**params):
-        return trees.root_group(query.Request.from_query(params), found)
+        return provider_trees.root_group(
+            query.Request.from_query(params), found)
 
     assert group(resources='VCPU:1', root_required='A,!B') == pc.RequestGroup(
         {'VCPU': 1}, required=(frozenset({'A'}),),

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from scheduler.placement import candidates as pc
 from scheduler.placement import database
-from scheduler.placement import trees
+from scheduler.placement import provider_trees
 from scheduler.placement import usage_watch
 from scheduler.placement import view as view_lib
 
@@ -93,7 +93,7 @@ def _view(engine, providers):
     view = view_lib.PlacementView(engine)
     view.table = pc.ProviderTable(providers.values())
     view.children = pc.ProviderTable([])
-    view.forest = trees.Forest(view.table, view.children)
+    view.forest = provider_trees.Forest(view.table, view.children)
     view._id_of = {p.uuid: rp_id for rp_id, p in providers.items()}
     return view
 

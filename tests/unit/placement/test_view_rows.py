@@ -6,10 +6,10 @@ later instance checked after the earlier ones consumed."""
 
 import numpy as np
 
-from scheduler.host_table import HostTable
 from scheduler.placement import candidates as pc
-from scheduler.placement import trees
+from scheduler.placement import provider_trees
 from scheduler.placement import view as view_lib
+from scheduler.view.host_table import HostTable
 from tests.unit import fakes
 
 
@@ -23,7 +23,7 @@ def _load(providers, children=()):
     view = view_lib.PlacementView(engine=None)
     view.table = pc.ProviderTable(providers)
     view.children = pc.ProviderTable(children)
-    view.forest = trees.Forest(view.table, view.children)
+    view.forest = provider_trees.Forest(view.table, view.children)
     view._table_epoch += 1
     return view
 

@@ -7,12 +7,12 @@ import fakes
 import pytest
 
 from scheduler import context
-from scheduler import host_state
 from scheduler import objects
 from scheduler.db import api as db
 from scheduler.db import claims
 from scheduler.db import migration
 from scheduler.objects import instance as instance_obj
+from scheduler.view import host_state
 from scheduler_tools import seed
 from scheduler_tools import writers
 from scheduler_tools.replay import agent

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scheduler import weights
-from scheduler.host_table import HostTable
+from scheduler.view.host_table import HostTable
 from scheduler.weights import best_fit
 
 

@@ -2,7 +2,7 @@
 
 The scheduler reads, before each decision, the ``compute_nodes``,
 ``services`` and ``instances`` rows created, updated or soft-deleted
-since its previous read (``scheduler.host_manager``).  Each of the three
+since its previous read (``scheduler.view.host_manager``).  Each of the three
 timestamps of the three tables gets an index, so that the read costs
 O(rows changed) on every engine; ``compute_nodes.updated_at`` /
 ``created_at`` and ``services.updated_at`` were indexed already.

@@ -29,9 +29,9 @@ from typing import Any
 
 from oslo_utils import timeutils
 
-from scheduler import host_manager
-from scheduler.host_state import HostState
 from scheduler.resources import capacity
+from scheduler.view import host_manager
+from scheduler.view.host_state import HostState
 
 # ``compute_nodes.hypervisor_type`` of a node Nova's Ironic driver
 # reports (Nova's HVType IRONIC).

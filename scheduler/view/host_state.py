@@ -33,9 +33,9 @@ import uuid
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
-from scheduler import numa
 from scheduler.conf import CONF
 from scheduler.resources import capacity
+from scheduler.resources import numa
 from scheduler.resources.ratios import DEFAULT_ALLOCATION_RATIOS
 from scheduler.resources.ratios import resolve_allocation_ratio
 
@@ -97,7 +97,7 @@ class HostState:
         'aggregates', 'instances', 'service', 'updated', '__dict__')
 
     # Whether one instance takes the whole node (a bare-metal node,
-    # ``scheduler.ironic_host_manager``).
+    # ``scheduler.view.ironic_host_manager``).
     WHOLE_NODE = False
 
     def __init__(self, host, nodename, cell_uuid=None):

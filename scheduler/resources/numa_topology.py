@@ -4,7 +4,8 @@
 (Nova's ``NUMATopology`` primitive or a plain form) into frozen
 ``HostNUMATopology`` objects; ``topology_to_raw`` writes one back in the
 shape it was read from.  Units: memory in MiB, page sizes in KiB.  The
-formats are described in docs/numa.rst; ``scheduler.numa`` does the fitting.
+formats are described in docs/numa.rst; ``scheduler.resources.numa`` does the
+fitting.
 """
 
 import dataclasses

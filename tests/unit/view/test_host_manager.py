@@ -7,13 +7,13 @@ import pytest
 from oslo_utils import timeutils
 
 from scheduler import exception
-from scheduler import host_manager
 from scheduler.db import changes as db_changes
 from scheduler.engine import pipeline
 from scheduler.objects import aggregate as aggregate_obj
 from scheduler.objects import cell_mapping
 from scheduler.objects import instance as instance_obj
 from scheduler.objects import request_spec
+from scheduler.view import host_manager
 from scheduler.view import refresh
 from scheduler_tools import seed
 from scheduler_tools import writers

@@ -1,4 +1,4 @@
-"""scheduler.live_migration: pre-checks of a requested destination."""
+"""scheduler.engine.live_migration: pre-checks of a requested destination."""
 
 import datetime
 import logging
@@ -9,7 +9,7 @@ import pytest
 from oslo_utils import timeutils
 
 from scheduler import exception
-from scheduler import live_migration as lm
+from scheduler.engine import live_migration as lm
 from scheduler.objects import request_spec
 
 INSTANCE = str(uuid.uuid4())

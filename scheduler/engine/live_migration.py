@@ -7,7 +7,7 @@ block migration, the disk of the instance
 (``assert_compute_node_has_enough_memory`` / ``_disk`` / ``_resources``).
 This module brings those checks back for a request marked as a live
 migration (scheduler hint ``_nova_check_type=live_migrate``, see
-``scheduler.moves``) that names a ``requested_destination`` host:
+``scheduler.engine.moves``) that names a ``requested_destination`` host:
 
 * ``check_destination`` checks one HostState and raises
   ``MigrationPreCheckError(reason=...)`` with a readable reason;
@@ -33,10 +33,10 @@ import typing
 from oslo_log import log as logging
 
 from scheduler import exception
-from scheduler import moves
-from scheduler import servicegroup
+from scheduler.engine import moves
 from scheduler.resources import capacity
 from scheduler.resources import ratios
+from scheduler.view import servicegroup
 
 LOG = logging.getLogger(__name__)
 
@@ -53,7 +53,8 @@ def check_host_is_up(host_state: typing.Any) -> None:
 
     The same test as ``Scheduler.hosts_up`` and Nova's driver: a
     ``services`` row must exist, must not be ``disabled`` and must be up
-    for ``scheduler.servicegroup.service_is_up`` (not ``forced_down``, last
+    for ``scheduler.view.servicegroup.service_is_up`` (not ``forced_down``,
+    last
     heartbeat at most ``[DEFAULT] service_down_time`` seconds old).
     """
     service = host_state.service
@@ -152,7 +153,7 @@ def requested_destination(
         spec_obj: typing.Any) -> tuple[str, str | None] | None:
     """``(host, node)`` of a live migration's requested destination, or
     None when the request is not a live migration (``_nova_check_type``
-    hint, ``scheduler.moves``) or names no destination host; node None
+    hint, ``scheduler.engine.moves``) or names no destination host; node None
     when not given."""
     if moves.move_type(spec_obj) != moves.LIVE_MIGRATE:
         return None

@@ -10,10 +10,10 @@ has the cell it was read from, is tested on Nova's own databases in
 
 import pytest
 
-from scheduler import host_manager
 from scheduler.engine import pipeline
 from scheduler.objects import cell_mapping
 from scheduler.objects import request_spec
+from scheduler.view import host_manager
 from scheduler_tools import seed
 
 NOVA_CELL = '6f1c3a3e-2f43-4c4e-9d1e-0a7c9b1d2e3f'

@@ -20,7 +20,7 @@ import stevedore
 
 from scheduler import loadables
 from scheduler.conf import opts
-from scheduler.conf import plugin_opts
+from scheduler.server import plugin_opts
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))

@@ -9,11 +9,11 @@ import pytest
 import sqlalchemy as sa
 
 from scheduler import exception
-from scheduler import manager
 from scheduler import rpc
 from scheduler.db import api as db
 from scheduler.db import claims
 from scheduler.objects import request_group
+from scheduler.server import manager
 from scheduler_tools import seed
 from scheduler_tools import writers
 

@@ -38,7 +38,6 @@ from sqlalchemy import exc as sa_exc
 from scheduler import drivers
 from scheduler import exception
 from scheduler import filters
-from scheduler import service
 from scheduler import weights
 from scheduler.conf import CONF
 from scheduler.db import api as db_api
@@ -49,6 +48,7 @@ from scheduler.engine import pipeline
 from scheduler.observability import server as metrics_server
 from scheduler.placement import client as placement_client
 from scheduler.placement import database as placement_database
+from scheduler.server import service
 
 
 def problem() -> str | None:

@@ -21,11 +21,11 @@ from oslo_utils import timeutils
 
 from scheduler.conf import CONF
 from scheduler.db import source as db_source
-from scheduler.host_state import HostState
-from scheduler.host_table import HostTable
 from scheduler.objects import instance as instance_obj
 from scheduler.view import refresh
 from scheduler.view import tracking
+from scheduler.view.host_state import HostState
+from scheduler.view.host_table import HostTable
 
 COMPUTE_BINARY = refresh.COMPUTE_BINARY
 CLOCK_MARGIN = refresh.CLOCK_MARGIN
@@ -160,7 +160,7 @@ class HostManager:
         consumption is forgotten before the next refresh.  An instance
         that already runs on a host (a move: one instance per request)
         is not added: its host is the move's source
-        (``scheduler.moves``)."""
+        (``scheduler.engine.moves``)."""
         with self.lock:
             state.consume_from_request(spec_obj)
             synced = [state]
@@ -213,12 +213,3 @@ class HostManager:
             self.table.sync(self.refresher.states_of(
                 {state.host for state in states}))
 
-
-def load(context: Any) -> HostManager:
-    """The host manager ``[scheduler] host_manager`` names:
-    ``host_manager`` (this module's) or ``ironic_host_manager``
-    (``scheduler.ironic_host_manager``)."""
-    if CONF.scheduler.host_manager == 'ironic_host_manager':
-        from scheduler import ironic_host_manager
-        return ironic_host_manager.IronicHostManager(context)
-    return HostManager(context)

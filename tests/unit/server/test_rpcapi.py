@@ -19,12 +19,12 @@ import pytest
 from scheduler import context as scheduler_context
 from scheduler import exception
 from scheduler import rpc
-from scheduler import rpcapi
 from scheduler.conf import CONF
 from scheduler.objects import flavor as flavor_obj
 from scheduler.objects import instance as instance_obj
 from scheduler.objects import request_spec as rs
 from scheduler.objects import selection as selection_obj
+from scheduler.server import rpcapi
 
 INSTANCE_UUID = 'f4b1b5d6-2a87-4a0c-8c61-0b4d0a7c3f10'
 OTHER_UUID = '0c9f0d87-6c8e-4f7e-b2b6-5f0f6e0c1b2a'

@@ -17,10 +17,10 @@ import itertools
 import numpy as np
 from oslo_versionedobjects import fields as ovo_fields
 
-from scheduler import aggregates
-from scheduler import attributes
-from scheduler import servicegroup
+from scheduler.resources import aggregates
+from scheduler.resources import attributes
 from scheduler.resources import ratios
+from scheduler.view import servicegroup
 
 MEMO_KEYS = 64
 # How many row changes ``rows_changed_since`` remembers.

@@ -3,8 +3,8 @@ the host the function reads, exact answers, and invalidation."""
 
 import numpy as np
 
-from scheduler import host_table
-from scheduler.host_table import HostTable
+from scheduler.view import host_table
+from scheduler.view.host_table import HostTable
 from tests.unit import fakes
 
 

@@ -14,7 +14,6 @@ from test_notifications_payload import rich_spec
 
 from scheduler import context as scheduler_context
 from scheduler import exception
-from scheduler import notifications
 from scheduler import rpc
 from scheduler.conf import CONF
 from scheduler.conf import notifications as notifications_conf
@@ -22,6 +21,7 @@ from scheduler.drivers import filter_scheduler
 from scheduler.objects import instance_group as group_obj
 from scheduler.objects import notification as payloads
 from scheduler.objects import request_spec
+from scheduler.observability import notifications
 from scheduler_tools import seed
 
 START = 'scheduler.select_destinations.start'

@@ -3,8 +3,8 @@
 ``fit_instance_to_host`` is Nova's ``numa_fit_instance_to_host`` (Ocata,
 with the Pike emulator threads and the Train ``pcpuset`` split),
 ``usage_from_instance`` its accounting and ``consume_numa_and_pci`` the
-consumption.  Host topologies are read by ``scheduler.numa_topology``
-(its public names are importable from here too).  Units: memory in MiB,
+consumption.  Host topologies are read by
+``scheduler.resources.numa_topology``.  Units: memory in MiB,
 page sizes in KiB, CPUs as host CPU ids.  The rules, and what is not
 implemented, are described in docs/numa.rst.
 """
@@ -16,16 +16,11 @@ from typing import Any
 from oslo_log import log as logging
 
 from scheduler import exception
-from scheduler import pci
-from scheduler.numa_topology import FORMAT_PLAIN as FORMAT_PLAIN
-from scheduler.numa_topology import FORMAT_PRIMITIVE as FORMAT_PRIMITIVE
-from scheduler.numa_topology import HostNUMACell as HostNUMACell
-from scheduler.numa_topology import HostNUMATopology as HostNUMATopology
-from scheduler.numa_topology import InvalidNUMATopology as InvalidNUMATopology
-from scheduler.numa_topology import MemPages as MemPages
-from scheduler.numa_topology import parse_host_topology as parse_host_topology
-from scheduler.numa_topology import topology_to_dict as topology_to_dict
-from scheduler.numa_topology import topology_to_raw as topology_to_raw
+from scheduler.resources import pci_pools
+from scheduler.resources.numa_topology import HostNUMACell
+from scheduler.resources.numa_topology import HostNUMATopology
+from scheduler.resources.numa_topology import parse_host_topology
+from scheduler.resources.numa_topology import topology_to_raw
 
 LOG = logging.getLogger(__name__)
 
@@ -254,7 +249,7 @@ def fit_instance_to_host(host_topology: Any, instance_topology: Any,
     ``instance_topology``: an ``InstanceNUMATopology``; ``limits``: a
     ``NUMATopologyLimits`` (or a dict with its two ratios) or None;
     ``pci_requests``: ``InstancePCIRequests`` or a list of requests;
-    ``pci_stats``: the host's PCI pools (anything ``pci.parse_pools``
+    ``pci_stats``: the host's PCI pools (anything ``pci_pools.parse_pools``
     accepts).  Never changes its arguments.
     """
     host = parse_host_topology(host_topology)
@@ -263,17 +258,17 @@ def fit_instance_to_host(host_topology: Any, instance_topology: Any,
         return None
     if len(host.cells) < len(instance_cells):
         return None
-    requests = pci.request_list(pci_requests)
+    requests = pci_pools.request_list(pci_requests)
     pools = None
     if requests:
         if pci_stats is None:
             return None
-        pools = pci.parse_pools(pci_stats)
+        pools = pci_pools.parse_pools(pci_stats)
 
     def accept(fits):
         if not requests:
             return True
-        return pci.support_requests(
+        return pci_pools.support_requests(
             pools, requests, [host.cells[fit.host_index].id for fit in fits])
 
     reserved = 1 if (_get(instance_topology, 'emulator_threads_policy') ==
@@ -385,7 +380,7 @@ def consume_numa_and_pci(host_state: Any, spec_obj: Any) -> Any:
     the consumption stands; the compute node's claim has the last word.
     """
     requested = spec_obj.obj_get('numa_topology')
-    requests = pci.request_list(spec_obj.obj_get('pci_requests'))
+    requests = pci_pools.request_list(spec_obj.obj_get('pci_requests'))
     if not host_state.pci_stats:
         requests = []
     fitted = None
@@ -406,10 +401,10 @@ def consume_numa_and_pci(host_state: Any, spec_obj: Any) -> Any:
                     usage_from_instance(host, fitted),
                     host_state.numa_topology)
         if requests:
-            pools = pci.parse_pools(host_state.pci_stats)
-            pci.apply_requests(pools, requests,
+            pools = pci_pools.parse_pools(host_state.pci_stats)
+            pci_pools.apply_requests(pools, requests,
                                fitted.cells if fitted is not None else None)
-            host_state.pci_stats = pci.pools_to_raw(pools,
+            host_state.pci_stats = pci_pools.pools_to_raw(pools,
                                                     host_state.pci_stats)
     except (exception.SchedulerException, ValueError, TypeError,
             KeyError) as exc:

@@ -1,4 +1,5 @@
-"""scheduler.pci: pool parsing, spec matching, support and consumption."""
+"""scheduler.resources.pci_pools: pool parsing, spec matching, support and
+consumption."""
 
 import json
 
@@ -6,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scheduler import pci
 from scheduler.objects import pci as pci_obj
+from scheduler.resources import pci_pools as pci
 
 
 def _legacy(*pools):

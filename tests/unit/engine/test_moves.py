@@ -1,11 +1,11 @@
-"""scheduler.moves: move type, source lookup and source exclusion."""
+"""scheduler.engine.moves: move type, source lookup and source exclusion."""
 
 import uuid
 
 import fakes
 import pytest
 
-from scheduler import moves
+from scheduler.engine import moves
 from scheduler.objects import instance as instance_obj
 
 INSTANCE = str(uuid.uuid4())

@@ -1,4 +1,5 @@
-"""scheduler.attestation: request building, answer parsing, the cache, a
+"""scheduler.filters.attestation: request building, answer parsing, the cache,
+a
 real HTTP round trip to 127.0.0.1, and loading from [trusted_computing]."""
 
 import datetime
@@ -10,9 +11,9 @@ import threading
 
 import pytest
 
-from scheduler import attestation
 from scheduler.conf import CONF
 from scheduler.conf import trusted_computing
+from scheduler.filters import attestation
 
 
 class _OATHandler(http.server.BaseHTTPRequestHandler):

@@ -6,13 +6,14 @@ import uuid
 import pytest
 
 from scheduler import exception
-from scheduler import host_manager
-from scheduler import ironic_host_manager
 from scheduler.db import api as db
 from scheduler.drivers import filter_scheduler
 from scheduler.engine import pipeline
 from scheduler.filters import claim_capacity
-from scheduler.host_state import HostState
+from scheduler.view import host_manager
+from scheduler.view import ironic_host_manager
+from scheduler.view import loading
+from scheduler.view.host_state import HostState
 from scheduler_tools import seed
 from scheduler_tools import writers
 
@@ -50,7 +51,7 @@ def test_bare_metal_nodes_get_their_own_state(ctx):
     writers.instance_create(ctx, {'uuid': instance_uuid,
                                   'host': CONDUCTOR, 'node': 'node-0',
                                   'instance_type_id': 1})
-    manager = host_manager.load(ctx)
+    manager = loading.load_host_manager(ctx)
     assert isinstance(manager, ironic_host_manager.IronicHostManager)
     states = _states(manager, ctx)
     assert type(states['kvm-1']) is HostState
@@ -63,7 +64,7 @@ def test_bare_metal_nodes_get_their_own_state(ctx):
 
 
 def test_one_instance_takes_the_whole_node(ctx):
-    state = _states(host_manager.load(ctx), ctx)['node-0']
+    state = _states(loading.load_host_manager(ctx), ctx)['node-0']
     spec = seed.make_spec(vcpus=1, memory_mb=512, root_gb=10)
     assert tuple(state.claim_amounts(spec)) == (24, 131072, 800)
     state.consume_from_request(spec)
@@ -113,13 +114,13 @@ def test_the_default_host_manager_ignores_baremetal_filters(ctx, conf):
     conf.set_override('host_manager', 'host_manager', 'scheduler')
     assert pipeline.enabled_filter_names() == (
         conf.filter_scheduler.enabled_filters)
-    manager = host_manager.load(ctx)
+    manager = loading.load_host_manager(ctx)
     assert type(manager) is host_manager.HostManager
     assert {type(s) for s in manager.get_all_host_states(ctx)} == {HostState}
 
 
 def test_claim_check_per_host_and_per_table_agree(ctx):
-    manager = host_manager.load(ctx)
+    manager = loading.load_host_manager(ctx)
     states = manager.get_all_host_states(ctx)
     states[1].consume_from_request(seed.make_spec(vcpus=1, memory_mb=512))
     manager.table.sync([states[1]])

@@ -1,4 +1,5 @@
-"""scheduler.numa: host topology parsing, fitting, accounting, consumption."""
+"""scheduler.resources.numa: host topology parsing, fitting, accounting,
+consumption."""
 
 import json
 import logging
@@ -10,10 +11,10 @@ from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from scheduler import numa
-from scheduler import numa_topology
 from scheduler.objects import numa as numa_obj
 from scheduler.objects import pci as pci_obj
+from scheduler.resources import numa
+from scheduler.resources import numa_topology
 
 SMALL = {'size_kb': 4, 'total': 262144, 'used': 0, 'reserved': 0}   # 1 GiB
 
@@ -740,11 +741,3 @@ def test_a_fitted_instance_never_exceeds_a_host_cell(host_text, request,
             assert new.memory_usage <= old.memory * ram_ratio
             assert new.cpu_usage <= len(old.cpuset) * cpu_ratio
             assert new.pinned_cpus == old.pinned_cpus
-
-
-def test_topology_names_still_importable_from_numa():
-    for name in ('FORMAT_PLAIN', 'FORMAT_PRIMITIVE', 'HostNUMACell',
-                 'HostNUMATopology', 'InvalidNUMATopology', 'MemPages',
-                 'parse_host_topology', 'topology_to_dict',
-                 'topology_to_raw'):
-        assert getattr(numa, name) is getattr(numa_topology, name)

@@ -35,7 +35,6 @@ from oslo_log import log as logging
 from oslo_service.backend import base as service_base
 
 from scheduler import context as scheduler_context
-from scheduler import manager
 from scheduler import objects
 from scheduler import rpc
 from scheduler.conf import CONF
@@ -46,6 +45,7 @@ from scheduler.db import source as db_source
 from scheduler.db.nova import cells
 from scheduler.db.nova import source as nova_source
 from scheduler.observability import metrics
+from scheduler.server import manager
 
 LOG = logging.getLogger(__name__)
 
