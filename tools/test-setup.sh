@@ -27,11 +27,12 @@
 #    psycopg2-binary in $SCHEDULER_GLANCE_VENV (default
 #    ~/.cache/scheduler-tests/glance-<version>);
 #    SCHEDULER_SKIP_GLANCE_VENV=1 skips it.
-# 3. Installs this repository (the distribution
-#    openstack-standalone-scheduler) editable with its test and tools
-#    extras (python3 -m pip install -e '.[test,tools]': the tests run
-#    scheduler-replay and scheduler-bench too), unless that is already
-#    done for the current pyproject.toml.  SCHEDULER_SKIP_PIP_INSTALL=1
+# 3. Installs this repository's two distributions editable: the service
+#    (openstack-standalone-scheduler) with its test extra, and the tools
+#    (openstack-standalone-scheduler-tools, in scheduler-tools/): python3
+#    -m pip install -e '.[test]' -e ./scheduler-tools, since the tests
+#    run scheduler-replay and scheduler-bench too; unless that is
+#    already done for the current pyproject.toml files.  SCHEDULER_SKIP_PIP_INSTALL=1
 #    skips this step (tox does its own install).
 set -euo pipefail
 
@@ -258,38 +259,43 @@ if [ "${SCHEDULER_SKIP_PIP_INSTALL:-0}" = 1 ]; then
     exit 0
 fi
 
-# Exit 0 if this repo is installed editable, with metadata built from the
-# current pyproject.toml (stamp in the dist-info) and all its
-# requirements, test and tools extras included, satisfied.  Exit 1
-# otherwise.
+# The distributions of this repository: name, directory (relative to
+# the repository), extras the tests need.
+DISTRIBUTIONS='[["openstack-standalone-scheduler", ".", ["test"]],
+ ["openstack-standalone-scheduler-tools", "scheduler-tools", []]]'
+
+# Exit 0 if both distributions are installed editable from this repo,
+# each with metadata built from its current pyproject.toml (stamp in the
+# dist-info) and all its requirements, the test extra included,
+# satisfied.  Exit 1 otherwise.
 install_is_current() {
-    (cd / && "$PYTHON" - "$REPO_ROOT" <<'PY'
+    (cd / && "$PYTHON" - "$REPO_ROOT" "$DISTRIBUTIONS" <<'PY'
 import hashlib, importlib.metadata as md, json, os, sys
-repo = sys.argv[1]
-DIST = "openstack-standalone-scheduler"
-EXTRAS = ("test", "tools")
+repo, dists = sys.argv[1], json.loads(sys.argv[2])
 try:
     from packaging.requirements import Requirement
 except ImportError:
     from pip._vendor.packaging.requirements import Requirement
 try:
-    dist = md.distribution(DIST)
-    url = json.loads(dist.read_text("direct_url.json") or "{}")
-    if url.get("url") != "file://" + repo or not url.get(
-            "dir_info", {}).get("editable"):
-        sys.exit(1)
-    with open(os.path.join(repo, "pyproject.toml"), "rb") as f:
-        want = hashlib.sha256(f.read()).hexdigest()
-    if (dist.read_text("SCHEDULER_TEST_SETUP") or "").strip() != want:
-        sys.exit(1)
-    for line in dist.requires or []:
-        req = Requirement(line)
-        if req.marker and not any(req.marker.evaluate({"extra": extra})
-                                  for extra in EXTRAS):
-            continue
-        have = md.version(req.name)
-        if not req.specifier.contains(have, prereleases=True):
+    for name, where, extras in dists:
+        source = os.path.normpath(os.path.join(repo, where))
+        dist = md.distribution(name)
+        url = json.loads(dist.read_text("direct_url.json") or "{}")
+        if url.get("url") != "file://" + source or not url.get(
+                "dir_info", {}).get("editable"):
             sys.exit(1)
+        with open(os.path.join(source, "pyproject.toml"), "rb") as f:
+            want = hashlib.sha256(f.read()).hexdigest()
+        if (dist.read_text("SCHEDULER_TEST_SETUP") or "").strip() != want:
+            sys.exit(1)
+        for line in dist.requires or []:
+            req = Requirement(line)
+            if req.marker and not any(req.marker.evaluate({"extra": extra})
+                                      for extra in extras):
+                continue
+            have = md.version(req.name)
+            if not req.specifier.contains(have, prereleases=True):
+                sys.exit(1)
 except (md.PackageNotFoundError, OSError, ValueError):
     sys.exit(1)
 PY
@@ -297,13 +303,14 @@ PY
 }
 
 write_stamp() {
-    (cd / && "$PYTHON" - "$REPO_ROOT" <<'PY'
-import hashlib, importlib.metadata as md, os, sys
-repo = sys.argv[1]
-DIST = "openstack-standalone-scheduler"
-path = getattr(md.distribution(DIST), "_path", None)
-if path is not None:
-    with open(os.path.join(repo, "pyproject.toml"), "rb") as f:
+    (cd / && "$PYTHON" - "$REPO_ROOT" "$DISTRIBUTIONS" <<'PY'
+import hashlib, importlib.metadata as md, json, os, sys
+repo, dists = sys.argv[1], json.loads(sys.argv[2])
+for name, where, _extras in dists:
+    path = getattr(md.distribution(name), "_path", None)
+    if path is None:
+        continue
+    with open(os.path.join(repo, where, "pyproject.toml"), "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()
     with open(os.path.join(str(path), "SCHEDULER_TEST_SETUP"), "w") as f:
         f.write(digest + "\n")
@@ -358,7 +365,7 @@ fi
 # editable install: on sys.path from here, it would add the entry points
 # a second time.
 rm -rf "$REPO_ROOT/scheduler.egg-info"
-pip_args=(install "${pip_flags[@]}" -e ".[test,tools]")
+pip_args=(install "${pip_flags[@]}" -e ".[test]" -e ./scheduler-tools)
 log "$PYTHON -m pip ${pip_args[*]}"
 PIP_ROOT_USER_ACTION=ignore "$PYTHON" -m pip "${pip_args[@]}"
 write_stamp

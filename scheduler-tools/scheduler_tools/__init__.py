@@ -1,7 +1,7 @@
-"""Tools and test infrastructure around the scheduler service, shipped in
-the same distribution as its optional part (``pip install
-'openstack-standalone-scheduler[tools]'``, or ``-e '.[tools]'`` from a
-checkout), never imported by the service itself (``scheduler``).
+"""Tools and test infrastructure around the scheduler service, in a
+distribution of their own (``openstack-standalone-scheduler-tools``;
+from a checkout ``python3 -m pip install -e . -e ./scheduler-tools``),
+never imported by the service itself (``scheduler``).
 
 ``replay``
     ``scheduler-replay``: drive the service with a VM trace and measure
@@ -22,5 +22,5 @@ checkout), never imported by the service itself (``scheduler``).
     Throwaway databases on an existing PostgreSQL or MySQL server.
 
 Their plotting, table and progress libraries (matplotlib, rich, tqdm)
-come with the ``tools`` extra.
+are this distribution's requirements, not the service's.
 """
