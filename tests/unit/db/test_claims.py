@@ -247,7 +247,7 @@ def test_release_of_a_stale_read_subtracts_nothing(ctx):
     assert _claim(ctx, node, instance)
     (row,) = claims.get_claims(ctx)
     assert claims.release(ctx, instance)
-    with claims.context_manager.writer.using(ctx) as session:
+    with api.context_manager.writer.using(ctx) as session:
         assert claim_sql.release_rows(session, [row], timeutils.utcnow()) == []
     assert _claimed(ctx, node) == (0, 0, 0)
 
