@@ -10,17 +10,29 @@ service running?") when no compute service is up, and NoValidHost("Could
 not find another compute") when every live host is ignored.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+from typing import Any
+
 from scheduler import exception
 from scheduler.conf import CONF
 from scheduler.drivers import base
 from scheduler.objects import selection as selection_obj
 
+if TYPE_CHECKING:
+    from scheduler.objects.request_spec import RequestSpec
+    from scheduler.view.host_state import HostState
+
 
 class ChanceScheduler(base.Scheduler):
     """Random placement among live compute nodes."""
 
-    def select_destinations(self, context, spec_obj, instance_uuids=None,
-                            return_alternates=False):
+    def select_destinations(self, context: Any, spec_obj: RequestSpec,
+                            instance_uuids: Sequence[str] | None = None,
+                            return_alternates: bool = False
+                            ) -> list[list[selection_obj.Selection]]:
         """Return one list of Selection per instance (chosen node first,
         then alternates up to ``max_attempts`` nodes when asked)."""
         states = self.hosts_up(
@@ -38,12 +50,14 @@ class ChanceScheduler(base.Scheduler):
         return [self._with_alternates(state, states, return_alternates)
                 for state in chosen]
 
-    def _draw(self, states, num):
+    def _draw(self, states: list[HostState], num: int) -> list[HostState]:
         if len(states) >= num:
             return self.random.sample(states, num)
         return [self.random.choice(states) for _ in range(num)]
 
-    def _with_alternates(self, state, states, return_alternates):
+    def _with_alternates(self, state: HostState, states: list[HostState],
+                         return_alternates: bool
+                         ) -> list[selection_obj.Selection]:
         picks = [state]
         if return_alternates:
             others = [s for s in states if s is not state]

@@ -53,7 +53,11 @@ every failure path: NoValidHost, a lost race, a caller given up on
 (``decision_timeout``), a database or Placement error.
 """
 
+from __future__ import annotations
+
 import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 from typing import Any
 
 from oslo_log import log as logging
@@ -70,6 +74,15 @@ from scheduler.engine import live_migration
 from scheduler.engine import reservation
 from scheduler.observability import notifications
 
+if TYPE_CHECKING:
+    from scheduler.engine.pipeline import Ranking
+    from scheduler.objects.request_spec import RequestSpec
+    from scheduler.objects.selection import Selection
+    from scheduler.view.host_state import HostState
+
+    # One list of Selections per instance, its chosen host first.
+    Answer = list[list[Selection]]
+
 LOG = logging.getLogger(__name__)
 
 NOT_ENOUGH_HOSTS = 'There are not enough hosts available.'
@@ -81,14 +94,15 @@ LOST_RACE = reservation.LOST_RACE
 class FilterScheduler(base.Scheduler):
     """Nova's FilterScheduler on the "all compute nodes" path."""
 
-    def __init__(self, context, notifier=None):
+    def __init__(self, context: Any, notifier: Any = None) -> None:
         super().__init__(context, notifier)
         self.batcher = batching.Batcher(
             self.host_manager.lock, self._decide_batch,
             CONF.scheduler.max_batched_requests)
 
-    def select_destinations(self, context, spec_obj, instance_uuids=None,
-                            return_alternates=False):
+    def select_destinations(self, context: Any, spec_obj: RequestSpec,
+                            instance_uuids: Sequence[str] | None = None,
+                            return_alternates: bool = False) -> Answer:
         """Return one list of Selection per instance (chosen host first,
         then up to ``max_attempts - 1`` alternates when asked).
 
@@ -109,7 +123,7 @@ class FilterScheduler(base.Scheduler):
 
     # -- batches (scheduler.engine.batching) ---------------------------------
 
-    def _decide_batch(self, tickets):
+    def _decide_batch(self, tickets: Sequence[batching.Ticket]) -> None:
         """Give every ticket of a batch its outcome (the view's lock is
         held).  Requests given up while they waited (``decision_timeout``)
         are skipped; several requests outside Placement mode are decided
@@ -126,7 +140,7 @@ class FilterScheduler(base.Scheduler):
             for ticket in waiting:
                 self._decide_one(ticket)
 
-    def _decide_one(self, ticket):
+    def _decide_one(self, ticket: batching.Ticket) -> None:
         """``_schedule`` for one ticket, under its own deadline."""
         request = ticket.request
         with deadline.acting_for(request.deadline):
@@ -137,7 +151,7 @@ class FilterScheduler(base.Scheduler):
             except Exception as exc:
                 ticket.fail(exc)
 
-    def _decide_together(self, tickets):
+    def _decide_together(self, tickets: Sequence[batching.Ticket]) -> None:
         """One refresh of the view, each request placed in turn (arrival
         order; a request that fails fails alone, and the view is read
         again for the next one, without its consumption), then the
@@ -147,8 +161,8 @@ class FilterScheduler(base.Scheduler):
         (``_decide_one``).  Each request's deadline is checked before the
         commit and settled after it, as ``_schedule`` does."""
         context = tickets[0].request.context
-        decided = []
-        committed = []
+        decided: list[_Placed] = []
+        committed: list[_Placed] = []
         with deadline.acting_for(None):
             try:
                 with self.reservation.decision(context, claiming=any(
@@ -185,7 +199,8 @@ class FilterScheduler(base.Scheduler):
             placed.decision.committed()
             self._settle(placed)
 
-    def _decide_again(self, committed, undone):
+    def _decide_again(self, committed: list[_Placed],
+                      undone: list[_Placed]) -> None:
         """After a batch's lost race: answer those whose claims committed
         on their own (no shared transaction), decide the others again."""
         for placed in committed:
@@ -195,7 +210,8 @@ class FilterScheduler(base.Scheduler):
         for placed in undone:
             self._decide_one(placed.ticket)
 
-    def _place_request(self, context, states, ticket):
+    def _place_request(self, context: Any, states: list[HostState],
+                       ticket: batching.Ticket) -> _Placed | None:
         """Place one request of a batch (``_place``) and build its
         Selections; a ``_Placed``, or None when it failed (the ticket then
         has its error, and the request's consumption is undone)."""
@@ -219,7 +235,7 @@ class FilterScheduler(base.Scheduler):
         return _Placed(ticket, decision, self.candidates.claiming(spec_obj),
                        selections)
 
-    def _settle(self, placed):
+    def _settle(self, placed: _Placed) -> None:
         """After the batch's commit: answer a request, or fail it when
         its caller was answered DatabaseUnavailable meanwhile
         (``Decision.settle``)."""
@@ -231,7 +247,8 @@ class FilterScheduler(base.Scheduler):
         else:
             placed.ticket.fail(deadline.Abandoned())
 
-    def best_host(self, context, spec_obj):
+    def best_host(self, context: Any,
+                  spec_obj: RequestSpec) -> HostState | None:
         """The HostState the next decision for ``spec_obj`` would choose
         for its first instance (its random pick among the best
         ``host_subset_size`` included), or None when no host passes; the
@@ -243,8 +260,9 @@ class FilterScheduler(base.Scheduler):
             ranking.rank(0, limit=CONF.filter_scheduler.host_subset_size)
             return ranking.first() if len(ranking) else None
 
-    def _schedule(self, context, spec_obj, instance_uuids,
-                  return_alternates):
+    def _schedule(self, context: Any, spec_obj: RequestSpec,
+                  instance_uuids: Sequence[str] | None,
+                  return_alternates: bool) -> Answer:
         num = self.num_instances(spec_obj, instance_uuids)
         uuids = _instance_uuids(spec_obj, instance_uuids, num)
         claiming = self.candidates.claiming(spec_obj)
@@ -281,18 +299,21 @@ class FilterScheduler(base.Scheduler):
             raise deadline.Abandoned()
         return self._answer(decision.selected, ranking, return_alternates)
 
-    def _decision(self, context, spec_obj, uuids):
+    def _decision(self, context: Any, spec_obj: RequestSpec,
+                  uuids: Sequence[str]) -> decision_lib.Decision:
         """The Decision of one request (``scheduler.engine.decision``)."""
         return decision_lib.Decision(self.host_manager, self.candidates,
                                      context, spec_obj, uuids)
 
-    def _answer(self, selected, ranking, return_alternates):
+    def _answer(self, selected: Sequence[HostState], ranking: Ranking,
+                return_alternates: bool) -> Answer:
         """The Selections of ``selected`` with their alternates from
         ``ranking`` (``scheduler.engine.answer``)."""
         return answer.answer(selected, ranking, return_alternates,
                              self.candidates)
 
-    def _read_hosts(self, context, spec_obj):
+    def _read_hosts(self, context: Any, spec_obj: RequestSpec | None
+                    ) -> list[HostState]:
         """The HostStates, refreshed, and the request's candidates taken
         by the candidate source (``spec_obj`` None: none yet)."""
         states = self.host_manager.get_all_host_states(context)
@@ -300,7 +321,8 @@ class FilterScheduler(base.Scheduler):
                                self.host_manager.aggs_by_id.values())
         return states
 
-    def _place(self, decision, return_alternates, claim_each):
+    def _place(self, decision: decision_lib.Decision,
+               return_alternates: bool, claim_each: bool) -> Ranking:
         """Nova's loop: choose a host per instance of ``decision``'s
         request and consume from it (``Decision.consume``).
 
@@ -348,7 +370,8 @@ class FilterScheduler(base.Scheduler):
         _set_instance_uuid(spec_obj, first_uuid)
         return ranking
 
-    def _place_claiming_each(self, decision, return_alternates):
+    def _place_claiming_each(self, decision: decision_lib.Decision,
+                             return_alternates: bool) -> Ranking:
         """``_place`` after a lost race, each instance's claim in a
         transaction of its own; on an error, the decision is undone (its
         claims would otherwise last ``claim_timeout``)."""
@@ -360,7 +383,7 @@ class FilterScheduler(base.Scheduler):
             decision.undo()
             raise
 
-    def run_periodic_tasks(self, context):
+    def run_periodic_tasks(self, context: Any) -> None:
         """Release the expired and superseded claims (the reservation's
         ``reconcile``)."""
         if CONF.scheduler.claim_resources:
@@ -375,7 +398,7 @@ class _Request:
 
     context: Any
     spec_obj: Any
-    instance_uuids: list | None
+    instance_uuids: Sequence[str] | None
     return_alternates: bool
     deadline: deadline.Deadline | None
 
@@ -390,15 +413,17 @@ class _Placed:
     selections: list
 
     @property
-    def request(self):
+    def request(self) -> _Request:
         return self.ticket.request
 
 
-def _abandoned(request_deadline):
+def _abandoned(request_deadline: deadline.Deadline | None) -> bool:
     return request_deadline is not None and request_deadline.abandoned
 
 
-def _instance_uuids(spec_obj, instance_uuids, num):
+def _instance_uuids(spec_obj: RequestSpec,
+                    instance_uuids: Sequence[str] | None,
+                    num: int) -> list[str]:
     """One uuid per instance to claim for: the caller's, else the
     request's ``instance_uuid`` for the first and new ones after."""
     if instance_uuids:
@@ -407,7 +432,7 @@ def _instance_uuids(spec_obj, instance_uuids, num):
     return [first] + [uuidutils.generate_uuid() for _ in range(num - 1)]
 
 
-def _set_instance_uuid(spec_obj, uuid):
+def _set_instance_uuid(spec_obj: RequestSpec, uuid: str | None) -> None:
     """``spec_obj.instance_uuid = uuid`` (unset with None), not recorded
     as a change."""
     if uuid is not None:

@@ -28,6 +28,7 @@ from typing import Protocol
 
 from scheduler.conf import CONF
 from scheduler.engine import reservation as reservation_lib
+from scheduler.filters import BaseHostFilter
 from scheduler.filters import claim_capacity
 from scheduler.view.host_state import HostState
 
@@ -41,7 +42,7 @@ class CandidateSource(Protocol):
     #: their claims in one transaction.
     batches: bool
 
-    def check(self) -> Any:
+    def check(self) -> BaseHostFilter | None:
         """The filter that runs before the enabled ones (a
         BaseHostFilter), or None."""
 
@@ -67,7 +68,7 @@ class CandidateSource(Protocol):
         """Release what the source holds (threads, connections)."""
 
 
-def claims_check() -> Any:
+def claims_check() -> BaseHostFilter | None:
     """The claims' own capacity check (``ClaimCapacityFilter``) with
     ``[scheduler] claim_resources``, else None."""
     if CONF.scheduler.claim_resources:
@@ -83,7 +84,7 @@ class AllHosts:
     def __init__(self, reservation: reservation_lib.Reservation) -> None:
         self.reservation = reservation
 
-    def check(self) -> Any:
+    def check(self) -> BaseHostFilter | None:
         return claims_check()
 
     def claiming(self, spec_obj: Any) -> bool:

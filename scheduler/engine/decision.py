@@ -163,5 +163,6 @@ class Decision:
         selected, self.selected = self.selected, []
         self.manager.forget_consumption(selected)
         if self._group is not None:
+            assert self._group_hosts is not None  # set with ``_group``
             self._group.hosts = list(self._group_hosts)
             self._group.obj_reset_changes(['hosts'])

@@ -23,6 +23,12 @@ from scheduler.engine import pipeline
 from scheduler.view import loading
 from scheduler.view.host_state import HostState
 
+if typing.TYPE_CHECKING:
+    from scheduler.objects.request_spec import RequestSpec
+
+_Filters = Sequence[filters.BaseHostFilter]
+_Weighers = Sequence[weights.BaseHostWeigher]
+
 # The hosts whose weights are detailed, and the nearest misses listed.
 TOP = 5
 CHOICE = 'best by weight'
@@ -162,7 +168,9 @@ def explain_hosts(host_filters: Sequence[filters.BaseHostFilter],
         weighed=detailed, chosen=chosen, near_misses=near, forced=forced)
 
 
-def _filter(host_filters, hosts, spec_obj, index, explained):
+def _filter(host_filters: _Filters, hosts: list[HostState],
+            spec_obj: RequestSpec, index: int, explained: bool
+            ) -> tuple[list[FilterStep], list[HostState]]:
     """Run the filters in order (as ``HostFilterHandler`` does, stopping
     at an empty list); returns ``(steps, passed)``."""
     steps = []
@@ -185,13 +193,16 @@ def _filter(host_filters, hosts, spec_obj, index, explained):
     return steps, hosts
 
 
-def _weigh(weighers, hosts, spec_obj):
+def _weigh(weighers: _Weighers, hosts: list[HostState],
+           spec_obj: RequestSpec) -> list[weights.WeighedHost]:
     """The handler's WeighedHosts, best first."""
     return weights.HostWeightHandler().get_weighed_objects(
         weighers, hosts, spec_obj)
 
 
-def _details(weighers, hosts, best, spec_obj):
+def _details(weighers: _Weighers, hosts: list[HostState],
+             best: Sequence[weights.WeighedHost],
+             spec_obj: RequestSpec) -> list[WeighedHostDetail]:
     """Each weigher's raw, normalised (over every host left, with the
     weigher's bounds) and weighted value on the ``best`` WeighedHosts;
     no weigher runs for a single host (Nova)."""
@@ -216,7 +227,9 @@ def _details(weighers, hosts, best, spec_obj):
             for item in best]
 
 
-def _choose(host_filters, weighers, ranked, spec_obj, forced):
+def _choose(host_filters: _Filters, weighers: _Weighers,
+            ranked: Sequence[weights.WeighedHost], spec_obj: RequestSpec,
+            forced: bool) -> list[tuple[str, str]]:
     """The host of each instance, best by weight (no random pick): the
     first instance's is the best of ``ranked``; each next instance is
     filtered and weighed again after the previous one's consumption
@@ -238,7 +251,8 @@ def _choose(host_filters, weighers, ranked, spec_obj, forced):
     return chosen
 
 
-def _near_misses(host_filters, hosts, spec_obj, top):
+def _near_misses(host_filters: _Filters, hosts: list[HostState],
+                 spec_obj: RequestSpec, top: int) -> list[NearMiss]:
     """The hosts failing the fewest filters (each filter run alone on
     each host), with what they lack."""
     failures = []
@@ -255,7 +269,7 @@ def _near_misses(host_filters, hosts, spec_obj, top):
     return [miss for miss in failures if len(miss.failed) == fewest][:top]
 
 
-def _request(spec_obj):
+def _request(spec_obj: RequestSpec) -> dict[str, typing.Any]:
     """What the request asks, as ``explain`` prints it."""
     flavor = spec_obj.flavor
     image = spec_obj.get('image')

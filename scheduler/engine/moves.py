@@ -52,9 +52,19 @@ stay next to itself: as Nova's, it passes a host that already runs the
 instance being scheduled (``affinity_filter``).
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+from typing import Any
+
 from oslo_log import log as logging
 
 from scheduler.conf import CONF
+
+if TYPE_CHECKING:
+    from scheduler.objects.request_spec import RequestSpec
+    from scheduler.view.host_state import HostState
 
 LOG = logging.getLogger(__name__)
 
@@ -70,7 +80,7 @@ REBUILD = 'rebuild'
 MOVE_TYPES = (RESIZE, MIGRATE, LIVE_MIGRATE, EVACUATE)
 
 
-def move_type(spec_obj):
+def move_type(spec_obj: RequestSpec) -> str | None:
     """The move named by the ``_nova_check_type`` hint, else None.
 
     Returns one of ``MOVE_TYPES`` (``resize``, ``migrate``,
@@ -85,14 +95,15 @@ def move_type(spec_obj):
     return None
 
 
-def _instance_uuid(spec_obj):
+def _instance_uuid(spec_obj: RequestSpec) -> str | None:
     getter = getattr(spec_obj, 'obj_get', None)
     if getter is not None:
         return getter('instance_uuid')
     return getattr(spec_obj, 'instance_uuid', None)
 
 
-def _source_from_hint(spec_obj):
+def _source_from_hint(spec_obj: RequestSpec
+                      ) -> tuple[str, str | None] | None:
     value = spec_obj.get_scheduler_hint(SOURCE_HOST_HINT)
     if not value or not isinstance(value, str):
         return None
@@ -102,7 +113,7 @@ def _source_from_hint(spec_obj):
     return host, node or None
 
 
-def _instance_node(instance):
+def _instance_node(instance: Any) -> str | None:
     getter = getattr(instance, 'obj_get', None)
     if getter is not None:
         return getter('node')
@@ -111,7 +122,8 @@ def _instance_node(instance):
     return None
 
 
-def find_source(host_states, spec_obj):
+def find_source(host_states: Iterable[HostState], spec_obj: RequestSpec
+                ) -> tuple[str, str | None] | None:
     """The instance's current ``(host, node)``, or None.
 
     ``host_states`` is an iterable of HostState.  The hint
@@ -136,14 +148,15 @@ def find_source(host_states, spec_obj):
     return None
 
 
-def _excludes_source(kind, spec_obj):
+def _excludes_source(kind: str, spec_obj: RequestSpec) -> bool:
     """Whether a move of ``kind`` leaves its source host (see module)."""
     if kind == RESIZE:
         return not CONF.allow_resize_to_same_host
     return kind in MOVE_TYPES
 
 
-def exclude_source(host_states, spec_obj):
+def exclude_source(host_states: Iterable[HostState], spec_obj: RequestSpec
+                   ) -> list[HostState]:
     """``host_states`` without the source host of a move, as a new list.
 
     Follows the rules of the module docstring: Nova's conductor puts the

@@ -11,8 +11,10 @@ instance; a driver sees HostStates only.
 
 from __future__ import annotations
 
+import enum
 import random
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 from typing import Any
 
 import numpy as np
@@ -23,15 +25,27 @@ from scheduler import weights
 from scheduler.conf import CONF
 from scheduler.engine import candidates
 from scheduler.engine import moves
+from scheduler.view.host_manager import HostManager
 from scheduler.view.host_state import HostState
 from scheduler.weights.weighing import Weighing
+
+if TYPE_CHECKING:
+    from scheduler.objects.request_spec import Destination
+    from scheduler.objects.request_spec import RequestSpec
+    from scheduler.view.host_table import HostTable
 
 LOG = logging.getLogger(__name__)
 
 # How many of the best weighed hosts a DEBUG line lists.
 LOGGED_WEIGHED = 20
+
+
+class _Default(enum.Enum):
+    CLAIMS_CHECK = enum.auto()
+
+
 # ``Pipeline``'s default check: the claims' own (candidates.claims_check).
-CLAIMS_CHECK = object()
+CLAIMS_CHECK = _Default.CLAIMS_CHECK
 
 
 def enabled_filter_names() -> list[str]:
@@ -49,9 +63,10 @@ class Pipeline:
     """The filters and weighers, run over ``view.table`` (``view``: the
     host manager, whose lock the caller holds)."""
 
-    def __init__(self, view: Any,
+    def __init__(self, view: HostManager,
                  rng: random.Random | None = None,
-                 check: Any = CLAIMS_CHECK) -> None:
+                 check: filters.BaseHostFilter | None | _Default = (
+                     CLAIMS_CHECK)) -> None:
         """Load the plug-ins.  ``check``: the candidate source's filter,
         run before the enabled ones (``scheduler.engine.candidates``:
         Placement's candidates, or, by default, the claims' own capacity
@@ -64,7 +79,7 @@ class Pipeline:
         self.enabled_filters = filters.load_filters(
             CONF.filter_scheduler.available_filters,
             enabled_filter_names())
-        if check is CLAIMS_CHECK:
+        if isinstance(check, _Default):
             check = candidates.claims_check()
         self.filters = list(self.enabled_filters)
         if check is not None:
@@ -163,7 +178,7 @@ class Ranking:
     def __init__(self, pipeline: Pipeline, spec_obj: Any) -> None:
         self.pipeline = pipeline
         self.spec_obj = spec_obj
-        self.table = pipeline.view.table
+        self.table: HostTable = pipeline.view.table
         self._rows = self.table.all_rows
         # Filters that ran in vectorised form: their limits to apply.
         self.limit_filters: list = []
@@ -209,7 +224,7 @@ class Ranking:
             subset = min(CONF.filter_scheduler.host_subset_size, len(self))
             self._move_to_front(self.pipeline.random.choice(range(subset)))
 
-    def _log_weighed(self, weights):
+    def _log_weighed(self, weights: np.ndarray) -> None:
         """Log the best weighed hosts with their weights, as Nova's
         ``Weighed [WeighedHost [host: ..., weight: ...], ...]`` (at most
         ``LOGGED_WEIGHED`` of them, and how many more)."""
@@ -234,7 +249,7 @@ class Ranking:
         states = self.table.states
         return self.table.host_rows({states[row].host for row in changed})
 
-    def _rank_all(self, index, limit):
+    def _rank_all(self, index: int, limit: int | None) -> np.ndarray:
         """Filter and weigh every candidate; returns the weights, best
         first."""
         pipeline = self.pipeline
@@ -255,12 +270,14 @@ class Ranking:
             rows, self.spec_obj, limit, self.multipliers)
         return weights
 
-    def _rank_changed(self, index, changed):
+    def _rank_changed(self, index: int, changed: np.ndarray
+                      ) -> np.ndarray | None:
         """Filter and weigh again only what ``changed`` may have changed
         (see the class); returns the weights, best first, or None when
         only ranking every candidate again gives Nova's result (a NaN
         weight)."""
         weighing = self._weighing
+        assert weighing is not None  # ``changed`` comes from ``_changed``
         rows = weighing.rows
         changed = weighing.live_rows(changed)
         kept, ran, history = self.pipeline.filter_handler.get_filtered_rows(
@@ -285,26 +302,28 @@ class Ranking:
         if self.refusal:
             filters.log_refusal(self.spec_obj, self.refusal)
 
-    def _add_limit_filters(self, ran, history, rows):
+    def _add_limit_filters(self, ran: Sequence[filters.BaseHostFilter],
+                           history: list[tuple[str, int, int]],
+                           rows: np.ndarray) -> None:
         """Keep the filters whose limits to apply, and the filters'
         counts when they left no row (``refusal``)."""
         self.limit_filters.extend(f for f in ran
                                   if f not in self.limit_filters)
         self.refusal = None if len(rows) else history
 
-    def _shuffle_best(self, weights):
+    def _shuffle_best(self, weights: np.ndarray) -> None:
         """Shuffle the candidates tied at the best weight (a prefix)."""
         ties = int(np.count_nonzero(weights == weights[0]))
         permutation = list(range(ties))
         self.pipeline.random.shuffle(permutation)
-        permutation = np.asarray(permutation, dtype=np.intp)
+        order = np.asarray(permutation, dtype=np.intp)
         if self._weighing is not None:
-            self._weighing.permute_prefix(permutation)
+            self._weighing.permute_prefix(order)
         else:
             self._rows = np.concatenate(
-                (self._rows[:ties][permutation], self._rows[ties:]))
+                (self._rows[:ties][order], self._rows[ties:]))
 
-    def _move_to_front(self, position):
+    def _move_to_front(self, position: int) -> None:
         if self._weighing is not None:
             self._weighing.move_to_front(position)
         elif position:
@@ -332,7 +351,7 @@ class Ranking:
         """The first ``count`` candidates."""
         return self.table.states_at(self._head(count))
 
-    def _head(self, count):
+    def _head(self, count: int) -> np.ndarray:
         if self._weighing is not None:
             return self._weighing.head(count)
         return self._rows[:count]
@@ -345,7 +364,7 @@ class Ranking:
                 host_filter.apply_limits(state, self.spec_obj)
 
 
-def _needs_prefilter(table, spec_obj):
+def _needs_prefilter(table: HostTable, spec_obj: RequestSpec) -> bool:
     """Whether ``prefilter`` may change anything for this request: one
     of its fields is set, or the instance already runs on a host of
     ``table`` (a move, see ``moves.exclude_source``)."""
@@ -358,7 +377,8 @@ def _needs_prefilter(table, spec_obj):
                 (uuid and table.rows_with_instance(uuid)))
 
 
-def prefilter(hosts, spec_obj):
+def prefilter(hosts: list[HostState], spec_obj: RequestSpec
+              ) -> tuple[list[HostState], bool]:
     """Apply requested_destination, the move source and ignore/force.
     Returns ``(hosts, forced)``; ``forced`` means the filters are skipped
     (forced hosts or nodes, unless the request is a rebuild check)."""
@@ -369,7 +389,8 @@ def prefilter(hosts, spec_obj):
         '_nova_check_type')
 
 
-def _apply_requested_destination(hosts, spec_obj):
+def _apply_requested_destination(hosts: list[HostState],
+                                 spec_obj: RequestSpec) -> list[HostState]:
     """Keep the host (and node, when given) of ``requested_destination``;
     its ``aggregates`` entries (comma lists of aggregate uuids) must each
     match one of the host's aggregates; its ``cell``, when given, must be
@@ -392,7 +413,7 @@ def _apply_requested_destination(hosts, spec_obj):
     return result
 
 
-def _matches_destination(host_state, dest):
+def _matches_destination(host_state: HostState, dest: Destination) -> bool:
     host = dest.obj_get('host')
     node = dest.obj_get('node')
     if host and host_state.host != host:
@@ -406,7 +427,8 @@ def _matches_destination(host_state, dest):
     return True
 
 
-def _apply_ignore_and_force(hosts, spec_obj):
+def _apply_ignore_and_force(hosts: list[HostState], spec_obj: RequestSpec
+                            ) -> tuple[list[HostState], bool]:
     """Apply ignore_hosts, force_hosts (case-insensitive host names) and
     force_nodes (exact node names).  Returns ``(hosts, forced)``."""
     ignore = {h.lower() for h in spec_obj.get('ignore_hosts', [])}

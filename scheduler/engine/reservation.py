@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from collections.abc import Sequence
 from typing import Any
 from typing import Protocol
+from typing import cast
 
 from oslo_log import log as logging
 
@@ -118,7 +119,9 @@ class SqlReservation:
         """All or none: in the open decision's transaction
         (``claims.claim_many_in``), or in a transaction of their own
         (``claims.claim_many``)."""
-        wanted = [claims.ClaimRequest(state.compute_id, uuid,
+        # The states of the view were read from compute_nodes rows: each
+        # has its row's id (``compute_id``).
+        wanted = [claims.ClaimRequest(cast(int, state.compute_id), uuid,
                                       *state.claim_amounts(spec_obj),
                                       host=state.host)
                   for state, uuid in zip(selected, instance_uuids,
@@ -138,7 +141,8 @@ class SqlReservation:
         """``claims.claim``; a refusal is explained (``log_refusal``)."""
         deadline.check()
         amounts = state.claim_amounts(spec_obj)
-        if claims.claim(context, state.compute_id, instance_uuid, *amounts):
+        if claims.claim(context, cast(int, state.compute_id), instance_uuid,
+                        *amounts):
             return True
         log_refusal(context, state, amounts)
         return False
@@ -165,8 +169,8 @@ def log_refusal(context: Any, state: HostState,
     with the database (WARNING: the candidate check and the claim
     disagree, which should never happen)."""
     try:
-        row = source.get_source().compute_node_get(context,
-                                                   state.compute_id)
+        row = source.get_source().compute_node_get(
+            context, cast(int, state.compute_id))
     except exception.NotFound:
         LOG.info('Compute node %s:%s is gone; trying the next host',
                  state.host, state.nodename)

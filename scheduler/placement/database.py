@@ -165,7 +165,7 @@ def read_trees(connection: Any, ids: Collection[int] | None = None
     their parent's and their root's uuids); with ``ids``, only those.
     Five queries, and a sixth when a parent or root of a child read is
     not among the providers read."""
-    def only(column):
+    def only(column: sa.ColumnClause[Any]) -> sa.ColumnElement[bool]:
         return (sa.true() if ids is None
                 else column.in_(sa.bindparam('ids', expanding=True)))
 

@@ -38,6 +38,7 @@ the ``OWNER_NOVA`` trait are not applied yet.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 from typing import Any
 
 import os_traits
@@ -45,6 +46,9 @@ from oslo_log import log as logging
 
 from scheduler import exception
 from scheduler.placement import request as request_lib
+
+if TYPE_CHECKING:
+    from scheduler.objects.request_spec import RequestSpec
 
 LOG = logging.getLogger(__name__)
 
@@ -99,7 +103,8 @@ def _require(query: request_lib.ResourceRequest, uuids: Iterable[str]
     query.group().member_of.append(sorted(uuids))
 
 
-def _tenant(query, spec_obj, aggregates, required):
+def _tenant(query: request_lib.ResourceRequest, spec_obj: RequestSpec,
+            aggregates: list[Any], required: bool) -> None:
     project = spec_obj.obj_get('project_id')
     found = {aggregate.uuid for aggregate in aggregates
              if any(key.startswith(TENANT_METADATA_KEY) and value == project
@@ -112,7 +117,9 @@ def _tenant(query, spec_obj, aggregates, required):
             reason='Scheduling failed: No hosts available for tenant')
 
 
-def _availability_zone(query, spec_obj, aggregates):
+def _availability_zone(query: request_lib.ResourceRequest,
+                       spec_obj: RequestSpec, aggregates: list[Any]
+                       ) -> None:
     zone = spec_obj.obj_get('availability_zone')
     if not zone:
         return
@@ -122,7 +129,8 @@ def _availability_zone(query, spec_obj, aggregates):
         _require(query, found)
 
 
-def _image_type(query, spec_obj):
+def _image_type(query: request_lib.ResourceRequest, spec_obj: RequestSpec
+                ) -> None:
     if spec_obj.obj_get('is_bfv'):
         return
     image = spec_obj.obj_get('image')
@@ -137,7 +145,8 @@ def _image_type(query, spec_obj):
     query.root_required.add(trait)
 
 
-def _isolated(query, aggregates):
+def _isolated(query: request_lib.ResourceRequest, aggregates: list[Any]
+              ) -> None:
     required = set().union(*(group.required
                              for group in query.groups.values()))
     wanted = {TRAIT_METADATA_PREFIX + trait for trait in required}
@@ -149,7 +158,8 @@ def _isolated(query, aggregates):
         query.group().forbidden_aggregates |= isolated
 
 
-def _image_metadata(query, spec_obj):
+def _image_metadata(query: request_lib.ResourceRequest,
+                    spec_obj: RequestSpec) -> None:
     image = spec_obj.obj_get('image')
     props = image.obj_get('properties') if image is not None else None
     if props is None:

@@ -16,13 +16,18 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 from typing import Any
 
+from scheduler.filters import BaseHostFilter
 from scheduler.filters import placement_candidates
 from scheduler.placement import client as client_lib
 from scheduler.placement import reservation as reservation_lib
 from scheduler.placement import view as view_lib
 from scheduler.view.host_state import HostState
+
+if TYPE_CHECKING:
+    from scheduler.engine.reservation import Reservation
 
 
 class PlacementSource:
@@ -34,10 +39,10 @@ class PlacementSource:
     def __init__(self, view: view_lib.PlacementView,
                  client: client_lib.PlacementClient) -> None:
         self.view = view
-        self.reservation = reservation_lib.PlacementReservation(view,
-                                                                client)
+        self.reservation: Reservation = (
+            reservation_lib.PlacementReservation(view, client))
 
-    def check(self) -> Any:
+    def check(self) -> BaseHostFilter | None:
         return placement_candidates.PlacementCandidatesFilter(self.view)
 
     def claiming(self, spec_obj: Any) -> bool:

@@ -25,6 +25,8 @@ ImagePropertiesWeigher for its own ``prop=ratio`` setting.
 
 import functools
 import math
+from collections.abc import Iterable
+from typing import Any
 
 from oslo_log import log as logging
 
@@ -37,27 +39,29 @@ METRICS_OPTION = 'metrics.weight_setting'
 PERCENT_SUFFIX = '.percent'
 
 
-def _parse_entry(entry):
+def _parse_entry(entry: object) -> tuple[str, float] | None:
     """``(name, ratio)`` of one ``name=ratio`` entry, or None if invalid."""
-    name, sep, ratio = str(entry).partition('=')
+    name, sep, text = str(entry).partition('=')
     name = name.strip()
     if not sep or not name:
         return None
     try:
-        ratio = float(ratio)
+        ratio = float(text)
     except ValueError:
         return None
     return (name, ratio) if math.isfinite(ratio) else None
 
 
-def parse_weight_setting(entries, option=METRICS_OPTION):
+def parse_weight_setting(entries: Iterable[object] | None,
+                         option: str = METRICS_OPTION
+                         ) -> list[tuple[str, float]]:
     """The valid ``(name, ratio)`` pairs of ``entries``, in order.
 
     Invalid entries are skipped and logged as a warning naming
     ``option``.
     """
-    pairs = []
-    invalid = []
+    pairs: list[tuple[str, float]] = []
+    invalid: list[object] = []
     for entry in entries or ():
         pair = _parse_entry(entry)
         if pair is None:
@@ -72,18 +76,20 @@ def parse_weight_setting(entries, option=METRICS_OPTION):
 
 
 @functools.lru_cache(maxsize=32)
-def cached_weight_setting(entries, option=METRICS_OPTION):
+def cached_weight_setting(entries: tuple[object, ...],
+                          option: str = METRICS_OPTION
+                          ) -> tuple[tuple[str, float], ...]:
     """``parse_weight_setting`` of a tuple of entries, memoised (the
     returned tuple is shared: do not mutate it)."""
     return tuple(parse_weight_setting(entries, option))
 
 
-def configured_weight_setting():
+def configured_weight_setting() -> tuple[tuple[str, float], ...]:
     """The parsed ``[metrics] weight_setting`` (pairs, in order)."""
     return cached_weight_setting(tuple(CONF.metrics.weight_setting))
 
 
-def _metric_value(name, raw):
+def _metric_value(name: str, raw: Any) -> float | None:
     """A metric's value as a float (percentages x100), or None."""
     if raw is None or isinstance(raw, bool):
         return None
@@ -96,13 +102,13 @@ def _metric_value(name, raw):
     return value
 
 
-def host_metrics(host_state):
+def host_metrics(host_state: Any) -> dict[str, float | None]:
     """``{name: value}`` of the metrics ``host_state`` reports.
 
     Entries that are not dicts with a name are ignored; a later entry of
     the same name wins.  Values are floats, or None when not numeric.
     """
-    values = {}
+    values: dict[str, float | None] = {}
     for metric in host_state.metrics or ():
         if not isinstance(metric, dict) or not metric.get('name'):
             continue

@@ -197,12 +197,12 @@ def _search(host: HostNUMATopology, instance_cells: list[Any], limits: Any,
             ) -> list[_CellFit] | None:
     """The first assignment (in permutation order) whose every pair fits
     and that ``accept(fits)`` approves; a list of _CellFit or None."""
-    memo = {}
+    memo: dict[tuple[int, int], _CellFit | None] = {}
     used = [False] * len(host.cells)
     chosen: list[_CellFit] = []
     steps = [0]
 
-    def pair(host_index, cell_index):
+    def pair(host_index: int, cell_index: int) -> _CellFit | None:
         key = (host_index, cell_index)
         if key not in memo:
             memo[key] = _fit_cell(
@@ -210,7 +210,7 @@ def _search(host: HostNUMATopology, instance_cells: list[Any], limits: Any,
                 limits, reserved_on_first if cell_index == 0 else 0)
         return memo[key]
 
-    def place(cell_index):
+    def place(cell_index: int) -> bool:
         if cell_index == len(instance_cells):
             return accept(chosen)
         for host_index in range(len(host.cells)):
@@ -265,7 +265,7 @@ def fit_instance_to_host(host_topology: Any, instance_topology: Any,
             return None
         pools = pci_pools.parse_pools(pci_stats)
 
-    def accept(fits):
+    def accept(fits: list[_CellFit]) -> bool:
         if not requests:
             return True
         return pci_pools.support_requests(

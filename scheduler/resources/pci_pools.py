@@ -56,6 +56,10 @@ cannot all be met.  Pools are plain dataclasses, not oslo objects;
 import copy
 import dataclasses
 import json
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
 
 from scheduler import exception
 
@@ -93,7 +97,7 @@ class PciDevicePool:
     count: int
     tags: dict = dataclasses.field(default_factory=dict)
 
-    def get(self, key):
+    def get(self, key: str) -> Any:
         """The pool's field ``key``, else its tag ``key``, else None."""
         if key in _POOL_FIELDS:
             return getattr(self, key)
@@ -102,7 +106,7 @@ class PciDevicePool:
 
 # -- parsing and writing back ----------------------------------------------
 
-def _as_int_or_none(value, what):
+def _as_int_or_none(value: Any, what: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool):
@@ -114,7 +118,7 @@ def _as_int_or_none(value, what):
                               % (what, value)) from exc
 
 
-def _pool_from_dict(entry, legacy):
+def _pool_from_dict(entry: Any, legacy: bool) -> PciDevicePool:
     if not isinstance(entry, dict):
         raise InvalidPciPools(reason='a pool is not an object: %r' % (entry,))
     data = entry.get(_DATA, entry)
@@ -138,7 +142,7 @@ def _pool_from_dict(entry, legacy):
         count=count, tags=tags)
 
 
-def _decode(value):
+def _decode(value: Any) -> Any:
     if isinstance(value, (bytes, str)):
         try:
             return json.loads(value)
@@ -147,7 +151,7 @@ def _decode(value):
     return value
 
 
-def parse_pools(value):
+def parse_pools(value: Any) -> list[PciDevicePool]:
     """The pools of a ``pci_stats`` value, in their stored order.
 
     ``value``: a JSON string, the decoded JSON (a legacy list or a
@@ -172,7 +176,7 @@ def parse_pools(value):
     raise InvalidPciPools(reason='unexpected %s' % type(value).__name__)
 
 
-def pools_to_raw(pools, like):
+def pools_to_raw(pools: Sequence[PciDevicePool], like: Any) -> Any:
     """``pools`` in the shape of ``like`` (the value they were parsed from):
     the same JSON string / primitive / legacy list with the counts
     updated, other keys untouched.  ``like`` None gives a legacy list."""
@@ -191,10 +195,10 @@ def pools_to_raw(pools, like):
         if len(like) != len(pools):
             raise ValueError('%d pools for %d stored pools'
                              % (len(pools), len(like)))
-        raw = copy.deepcopy(like)
-        for entry, pool in zip(raw, pools, strict=True):
+        raw_list = copy.deepcopy(like)
+        for entry, pool in zip(raw_list, pools, strict=True):
             entry.get(_DATA, entry)['count'] = pool.count
-        return raw
+        return raw_list
     if isinstance(like, list):
         return [dataclasses.replace(p, tags=dict(p.tags)) for p in pools]
     return [dict(pool.tags, vendor_id=pool.vendor_id,
@@ -204,7 +208,7 @@ def pools_to_raw(pools, like):
 
 # -- matching ---------------------------------------------------------------
 
-def _hex_key(value):
+def _hex_key(value: object) -> int | str:
     text = str(value).strip().lower()
     if text.startswith('0x'):
         text = text[2:]
@@ -214,7 +218,7 @@ def _hex_key(value):
         return text
 
 
-def spec_matches_pool(spec, pool):
+def spec_matches_pool(spec: Mapping[str, Any], pool: PciDevicePool) -> bool:
     """Whether every ``key: value`` of ``spec`` holds for ``pool``."""
     for key, wanted in spec.items():
         have = pool.get(key)
@@ -229,19 +233,19 @@ def spec_matches_pool(spec, pool):
     return True
 
 
-def _request_fields(request):
+def _request_fields(request: Any) -> tuple[int, list[Any], Any]:
     """``(count, specs, numa_policy)`` of an InstancePCIRequest or a dict
     with the same keys."""
     if isinstance(request, dict):
         get = request.get
     else:
-        def get(name, default=None):
+        def get(name: str, default: Any = None) -> Any:
             return request.obj_get(name, default)
     return (int(get('count', 0) or 0), list(get('spec', None) or []),
             get('numa_policy', None))
 
 
-def request_list(requests):
+def request_list(requests: Any) -> list[Any]:
     """The requests as a list: accepts an ``InstancePCIRequests``, a list
     of ``InstancePCIRequest`` (or dicts), or None (gives [])."""
     if requests is None:
@@ -252,13 +256,14 @@ def request_list(requests):
     return list(requests)
 
 
-def _cell_ids(numa_cells):
+def _cell_ids(numa_cells: Iterable[Any] | None) -> set[Any] | None:
     if numa_cells is None:
         return None
     return {getattr(cell, 'id', cell) for cell in numa_cells}
 
 
-def _candidate_indexes(pools, request, cell_ids):
+def _candidate_indexes(pools: Sequence[PciDevicePool], request: Any,
+                       cell_ids: set[Any] | None) -> list[int]:
     """Indexes of the pools ``request`` may use, in the order to use them."""
     _count, specs, numa_policy = _request_fields(request)
     wants_pf = any(spec.get('dev_type') == DEV_TYPE_PF for spec in specs)
@@ -276,7 +281,8 @@ def _candidate_indexes(pools, request, cell_ids):
             if pools[i].numa_node is None or pools[i].numa_node in cell_ids]
 
 
-def _allocate(counts, pools, requests, cell_ids):
+def _allocate(counts: list[int], pools: Sequence[PciDevicePool],
+              requests: Iterable[Any], cell_ids: set[Any] | None) -> bool:
     """Take every request's devices from ``counts`` (a list parallel to
     ``pools``, changed in place).  False as soon as one cannot be met."""
     for request in requests:
@@ -293,7 +299,8 @@ def _allocate(counts, pools, requests, cell_ids):
     return True
 
 
-def support_requests(pools, requests, numa_cells=None):
+def support_requests(pools: Any, requests: Any,
+                     numa_cells: Iterable[Any] | None = None) -> bool:
     """Whether ``pools`` can satisfy every request, in order.
 
     ``pools``: anything ``parse_pools`` accepts; ``requests``: anything
@@ -307,7 +314,8 @@ def support_requests(pools, requests, numa_cells=None):
                      _cell_ids(numa_cells))
 
 
-def apply_requests(pools, requests, numa_cells=None):
+def apply_requests(pools: Sequence[PciDevicePool], requests: Any,
+                   numa_cells: Iterable[Any] | None = None) -> None:
     """Consume the requested devices from ``pools`` (a list of
     ``PciDevicePool``, changed in place).
 
@@ -323,7 +331,8 @@ def apply_requests(pools, requests, numa_cells=None):
         pool.count = count
 
 
-def matching_count(pools, spec_list):
+def matching_count(pools: Any,
+                   spec_list: Iterable[Mapping[str, Any]]) -> int:
     """How many free devices match any spec of ``spec_list`` (a helper for
     weighers and tests)."""
     return sum(pool.count for pool in parse_pools(pools)

@@ -23,12 +23,15 @@ that a candidate can be checked by the claims' own rule
 (``scheduler.resources.capacity``).
 """
 
+import datetime
 import functools
 import json
 import sys
 import threading
 import typing
 import uuid
+from collections.abc import Iterable
+from collections.abc import Mapping
 
 from oslo_log import log as logging
 from oslo_utils import timeutils
@@ -39,13 +42,16 @@ from scheduler.resources import numa
 from scheduler.resources.ratios import DEFAULT_ALLOCATION_RATIOS
 from scheduler.resources.ratios import resolve_allocation_ratio
 
+if typing.TYPE_CHECKING:
+    from scheduler.objects.request_spec import RequestSpec
+
 LOG = logging.getLogger(__name__)
 
 # Seconds a compute node row may be stamped ahead of this clock before a
 # warning says so (clocks of one deployment differ by less under NTP).
 CLOCK_SKEW_WARNING_S = 5.0
 
-def _json(value, default):
+def _json(value: typing.Any, default: typing.Any) -> typing.Any:
     """Decode a JSON text column; a dict/list passes through."""
     if value is None or value == '':
         return default
@@ -58,18 +64,18 @@ def _json(value, default):
         return default
 
 
-def _shared(text):
+def _shared(text: typing.Any) -> typing.Any:
     """One string object for equal texts that many hosts repeat (CPU
     models, hypervisor types): a 100,000-host view keeps one copy."""
     return sys.intern(text) if isinstance(text, str) else text
 
 
 @functools.lru_cache(maxsize=1024)
-def _decoded_supported_instances(text):
+def _decoded_supported_instances(text: str) -> list[typing.Any]:
     return _json(text, []) or []
 
 
-def _supported_instances(value):
+def _supported_instances(value: typing.Any) -> list[typing.Any]:
     """The ``supported_instances`` column decoded, one list for equal texts
     (hosts of a kind share it; nothing changes it)."""
     if isinstance(value, str):
@@ -100,14 +106,15 @@ class HostState:
     # ``scheduler.view.ironic_host_manager``).
     WHOLE_NODE = False
 
-    def __init__(self, host, nodename, cell_uuid=None):
+    def __init__(self, host: str, nodename: str,
+                 cell_uuid: str | None = None) -> None:
         self.host = host
         self.nodename = nodename
         self.cell_uuid = cell_uuid
         # compute_nodes.uuid; a stable uuid5 of (host, node) when NULL.
         self.uuid = str(uuid.uuid5(uuid.NAMESPACE_URL, 'compute-node:%s:%s'
                                    % (host, nodename)))
-        self.compute_id = None
+        self.compute_id: int | None = None
         self.generation = 0
         self._lock = threading.RLock()
         self.total_usable_ram_mb = 0
@@ -119,32 +126,35 @@ class HostState:
         self.local_gb_used = 0
         self.vcpus_total = 0
         self.vcpus_used = 0
-        self.numa_topology = None
-        self.pci_stats = None
+        # The stored shapes of their columns (JSON text, dicts, lists).
+        self.numa_topology: typing.Any = None
+        self.pci_stats: typing.Any = None
         self.num_instances = 0
         self.num_io_ops = 0
         self.failed_builds = 0
-        self.stats = {}
-        self.host_ip = None
-        self.hypervisor_type = None
-        self.hypervisor_version = None
-        self.hypervisor_hostname = None
-        self.cpu_info = None
-        self.supported_instances = []
-        self.metrics = None
-        self.cpu_allocation_ratio = None
-        self.ram_allocation_ratio = None
-        self.disk_allocation_ratio = None
-        self.limits = {}
-        self.aggregates = []
-        self.instances = {}
-        self.service = None
-        self.updated = None
+        self.stats: dict[str, typing.Any] = {}
+        self.host_ip: typing.Any = None
+        self.hypervisor_type: str | None = None
+        self.hypervisor_version: int | None = None
+        self.hypervisor_hostname: str | None = None
+        self.cpu_info: str | None = None
+        self.supported_instances: list[typing.Any] = []
+        self.metrics: list[typing.Any] | None = None
+        self.cpu_allocation_ratio: float | None = None
+        self.ram_allocation_ratio: float | None = None
+        self.disk_allocation_ratio: float | None = None
+        self.limits: dict[str, typing.Any] = {}
+        self.aggregates: list[typing.Any] = []
+        self.instances: dict[str, typing.Any] = {}
+        self.service: dict[str, typing.Any] | None = None
+        self.updated: datetime.datetime | None = None
 
     # -- refresh ---------------------------------------------------------
 
-    def update(self, compute=None, service=None, aggregates=None,
-               instances=None):
+    def update(self, compute: Mapping[str, typing.Any] | None = None,
+               service: dict[str, typing.Any] | None = None,
+               aggregates: Iterable[typing.Any] | None = None,
+               instances: dict[str, typing.Any] | None = None) -> None:
         """Refresh from a ``compute_nodes`` row dict, a ``services`` row
         dict (kept as given: the nodes of a host share it), the host's
         Aggregate objects and its ``{uuid: Instance}``.
@@ -161,7 +171,8 @@ class HostState:
             if instances is not None:
                 self.instances = instances
 
-    def _update_from_compute_node(self, compute):
+    def _update_from_compute_node(self, compute: Mapping[str, typing.Any]
+                                  ) -> None:
         self.uuid = compute.get('uuid') or self.uuid
         self.compute_id = compute.get('id')
         if compute.get('free_disk_gb') is None:
@@ -177,7 +188,8 @@ class HostState:
         self.generation = compute.get('generation') or 0
         self.updated = self._no_later_than_now(stamp)
 
-    def _no_later_than_now(self, stamp):
+    def _no_later_than_now(self, stamp: datetime.datetime | None
+                           ) -> datetime.datetime | None:
         """The row's ``stamp`` (naive UTC), or now when the row's writer
         stamped it ahead of this clock: a row stamped in the future must
         not make the node's next, correct, report look older than it
@@ -196,7 +208,7 @@ class HostState:
                         self.host, self.nodename, skew_s, stamp.isoformat())
         return now
 
-    def _copy_resources(self, compute):
+    def _copy_resources(self, compute: Mapping[str, typing.Any]) -> None:
         claimed_disk_gb = compute.get('claimed_disk_gb') or 0
         claimed_memory_mb = compute.get('claimed_memory_mb') or 0
         self.total_usable_ram_mb = compute['memory_mb']
@@ -245,7 +257,7 @@ class HostState:
         disk in GiB)."""
         return capacity.claim_amounts(spec_obj)
 
-    def consume_from_request(self, spec_obj):
+    def consume_from_request(self, spec_obj: 'RequestSpec') -> None:
         """Virtually take the request's resources (Nova 3.3).
 
         RAM in MiB and local root + ephemeral disk are subtracted (not
@@ -271,7 +283,7 @@ class HostState:
     # -- derived values --------------------------------------------------
 
     @property
-    def availability_zone(self):
+    def availability_zone(self) -> str:
         """The AZ of the host's aggregates, else the default AZ."""
         for aggregate in self.aggregates:
             zone = (aggregate.obj_get('metadata') or {}).get(
@@ -280,7 +292,7 @@ class HostState:
                 return zone
         return CONF.default_availability_zone
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return ('(%s, %s) ram: %sMB disk: %sMB io_ops: %s instances: %s'
                 % (self.host, self.nodename, self.free_ram_mb,
                    self.free_disk_mb, self.num_io_ops, self.num_instances))

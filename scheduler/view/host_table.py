@@ -10,17 +10,33 @@ HostManager's lock guards it.  See docs/refresh.rst and
 docs/fast-forms.rst.
 """
 
+from __future__ import annotations
+
 import collections
 import datetime
 import itertools
+import typing
+from collections.abc import Callable
+from collections.abc import Collection
+from collections.abc import Hashable
+from collections.abc import Iterable
+from collections.abc import Sequence
 
 import numpy as np
-from oslo_versionedobjects import fields as ovo_fields
+import numpy.typing as npt
 
 from scheduler.resources import aggregates
-from scheduler.resources import attributes
 from scheduler.resources import ratios
+from scheduler.view import memo_scopes
 from scheduler.view import servicegroup
+
+if typing.TYPE_CHECKING:
+    from scheduler.view.host_state import HostState
+
+_T = typing.TypeVar('_T')
+# A ``memo`` scope: AGGREGATE_METADATA or attribute names.
+_Scope = str | tuple[str, ...]
+_Fn = Callable[['HostState'], typing.Any]
 
 MEMO_KEYS = 64
 # How many row changes ``rows_changed_since`` remembers.
@@ -32,15 +48,15 @@ _EPOCH = datetime.datetime(1970, 1, 1)
 _NO_HEARTBEAT = np.iinfo(np.int64).min
 
 
-def _ratio(name):
+def _ratio(name: str) -> Callable[[HostState], float]:
     return lambda state: ratios.host_allocation_ratio(state, name)
 
 
-def _service_flag(name):
+def _service_flag(name: str) -> Callable[[HostState], bool]:
     return lambda state: bool(state.service and state.service.get(name))
 
 
-def _heartbeat_us(state):
+def _heartbeat_us(state: HostState) -> int:
     """Microseconds since the epoch of the last heartbeat, or
     ``_NO_HEARTBEAT``."""
     last = servicegroup.last_heartbeat(state.service or {})
@@ -82,7 +98,7 @@ COLUMNS = {**RESOURCE_COLUMNS, **SERVICE_COLUMNS}
 _NO_UUIDS: frozenset[str] = frozenset()
 
 
-def _uuids(instances):
+def _uuids(instances: Iterable[str]) -> frozenset[str]:
     """The uuids of an ``instances`` dict, as a frozenset (one shared
     empty one: most hosts of a large view run nothing we track)."""
     return frozenset(instances) if instances else _NO_UUIDS
@@ -98,7 +114,7 @@ class HostTable:
     changed.
     """
 
-    def __init__(self, states):
+    def __init__(self, states: Iterable[HostState]) -> None:
         self.states = list(states)
         self.row_of = {(s.host, s.nodename): i
                        for i, s in enumerate(self.states)}
@@ -113,27 +129,29 @@ class HostTable:
             name: np.fromiter((get(s) for s in self.states), dtype=dtype,
                               count=size)
             for name, (dtype, get) in COLUMNS.items()}
-        self._memos = {}
-        self._groupings = {}
+        self._memos: dict[object, collections.OrderedDict] = {}
+        self._groupings: dict[_Scope, _Grouping] = {}
         # Bumped with any version: ``memo`` reuses the codes it gave for
         # the same rows array while it has not moved.
         self._stamp = 0
         # The row of each bump of ``_stamp``, newest last.
-        self._changes = collections.deque(maxlen=CHANGE_LOG)
+        self._changes: collections.deque[int] = collections.deque(
+            maxlen=CHANGE_LOG)
         # Bumped when any host's aggregates change (``per_table``).
         self._aggregate_stamp = 0
-        self._per_table = {}
-        self._last_codes = {}
+        self._per_table: dict[tuple[object, Hashable], tuple] = {}
+        self._last_codes: dict[_Scope, tuple] = {}
         self._row_uuids = [_uuids(s.instances) for s in self.states]
-        self._uuid_rows = collections.defaultdict(set)
+        self._uuid_rows: collections.defaultdict[str, set[int]] = (
+            collections.defaultdict(set))
         for row, uuids in enumerate(self._row_uuids):
             for uuid in uuids:
                 self._uuid_rows[uuid].add(row)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.states)
 
-    def matches(self, states):
+    def matches(self, states: Sequence[HostState]) -> bool:
         """Whether this table has exactly ``states``, in this order."""
         return (len(states) == len(self.states) and
                 all(a is b for a, b in zip(states, self.states,
@@ -141,7 +159,7 @@ class HostTable:
 
     # -- keeping it current ------------------------------------------------
 
-    def sync(self, states, part='all'):
+    def sync(self, states: Iterable[HostState], part: str = 'all') -> None:
         """Copy the columns of ``states`` (HostStates of this table).
 
         ``part``: ``'all'`` (bumps ``row_version``), ``'aggregates'``
@@ -165,7 +183,7 @@ class HostTable:
                 self._aggregate_stamp += 1
             self._reindex_instances(row, _uuids(state.instances))
 
-    def _reindex_instances(self, row, uuids):
+    def _reindex_instances(self, row: int, uuids: frozenset[str]) -> None:
         old = self._row_uuids[row]
         if old == uuids:
             return
@@ -179,12 +197,12 @@ class HostTable:
         self._row_uuids[row] = uuids
 
     @property
-    def stamp(self):
+    def stamp(self) -> int:
         """A counter of the row changes (``sync`` but of the service
         columns only), for ``rows_changed_since``."""
         return self._stamp
 
-    def rows_changed_since(self, stamp):
+    def rows_changed_since(self, stamp: int) -> np.ndarray | None:
         """The rows changed since ``stamp`` was the table's ``stamp`` (an
         intp array, maybe with repeats), or None when more than
         ``CHANGE_LOG`` changes happened since."""
@@ -196,31 +214,31 @@ class HostTable:
 
     # -- reading -----------------------------------------------------------
 
-    def states_at(self, rows):
+    def states_at(self, rows: Iterable[int]) -> list[HostState]:
         """The HostStates of ``rows`` (an iterable of row numbers)."""
         states = self.states
         return [states[row] for row in rows]
 
-    def rows_of(self, states):
+    def rows_of(self, states: Iterable[HostState]) -> np.ndarray:
         """Row numbers of ``states`` (HostStates of this table), as an
         intp array in the given order."""
         row_of = self.row_of
         return np.fromiter((row_of[(s.host, s.nodename)] for s in states),
                            dtype=np.intp)
 
-    def host_rows(self, hosts):
+    def host_rows(self, hosts: Iterable[str]) -> np.ndarray:
         """Sorted array of the rows of every node of the service hosts
         ``hosts`` (exact names)."""
         found = [row for host in hosts
                  for row in self.rows_by_host.get(host, ())]
         return np.unique(np.asarray(found, dtype=np.intp))
 
-    def rows_with_instance(self, uuid):
+    def rows_with_instance(self, uuid: str) -> Collection[int]:
         """The rows whose ``instances`` hold ``uuid`` (a set, maybe
         empty)."""
         return self._uuid_rows.get(uuid, ())
 
-    def instance_counts(self, uuids):
+    def instance_counts(self, uuids: Iterable[str]) -> np.ndarray:
         """int array over all rows: how many of ``uuids`` each host runs
         (the keys of its ``instances``)."""
         counts = np.zeros(len(self.states), dtype=np.int64)
@@ -229,7 +247,7 @@ class HostTable:
                 counts[row] += 1
         return counts
 
-    def heartbeat_age_us(self, now):
+    def heartbeat_age_us(self, now: datetime.datetime) -> np.ndarray:
         """int64 array: microseconds between ``now`` (naive UTC) and each
         host's last heartbeat, as ``servicegroup.service_is_up`` measures
         it (absolute value); hosts without one get the largest int64."""
@@ -239,7 +257,7 @@ class HostTable:
         age[beats == _NO_HEARTBEAT] = np.iinfo(np.int64).max
         return age
 
-    def up_mask(self, now):
+    def up_mask(self, now: datetime.datetime) -> np.ndarray:
         """bool array: which hosts have a compute service that is up at
         ``now`` (naive UTC), as ``servicegroup.service_is_up`` decides:
         not forced down, heartbeat within ``service_down_time``."""
@@ -248,7 +266,9 @@ class HostTable:
                 (self.heartbeat_age_us(now) <=
                  servicegroup.service_down_time() * 1000000))
 
-    def memo(self, owner, key, fn, rows, dtype=bool, scope=None):
+    def memo(self, owner: object, key: Hashable, fn: _Fn, rows: np.ndarray,
+             dtype: npt.DTypeLike = bool,
+             scope: _Scope | None = None) -> np.ndarray:
         """``fn(state)`` for the HostStates of ``rows``, as an array.
 
         Results are kept per ``(owner, key)``; ``key`` must capture
@@ -283,7 +303,8 @@ class HostTable:
                 known[code] = True
         return values[codes]
 
-    def per_table(self, owner, key, fn, dtype=float):
+    def per_table(self, owner: object, key: Hashable, fn: _Fn,
+                  dtype: npt.DTypeLike = float) -> np.ndarray | np.generic:
         """``fn(state)`` for every row, where ``fn`` reads only the
         metadata of the host's aggregates (a weigher's multiplier): a
         scalar when every row has the same value, else an array over all
@@ -293,6 +314,7 @@ class HostTable:
         cached = self._per_table.get((owner, key))
         if cached is not None and cached[0] == self._aggregate_stamp:
             return cached[1]
+        values: np.ndarray | np.generic
         values = self.memo(owner, key, fn, self.all_rows, dtype=dtype,
                            scope=AGGREGATE_METADATA)
         if len(values) and (values == values[0]).all():
@@ -302,7 +324,8 @@ class HostTable:
         self._per_table[(owner, key)] = (self._aggregate_stamp, values)
         return values
 
-    def _codes(self, scope, grouping, rows):
+    def _codes(self, scope: _Scope, grouping: _Grouping,
+               rows: np.ndarray) -> np.ndarray:
         """``grouping.codes_at(rows)``, reused for the same ``rows`` array
         (the weighers of one weighing share it) until a sync."""
         last = self._last_codes.get(scope)
@@ -312,7 +335,8 @@ class HostTable:
         self._last_codes[scope] = (rows, self._stamp, codes)
         return codes
 
-    def _memo_entry(self, owner, key, make):
+    def _memo_entry(self, owner: object, key: Hashable,
+                    make: Callable[[], _T]) -> _T:
         """The cached entry ``(owner, key)``, made by ``make()`` when
         missing; least recently used keys beyond ``MEMO_KEYS`` dropped."""
         cache = self._memos.setdefault(owner, collections.OrderedDict())
@@ -325,7 +349,8 @@ class HostTable:
             cache.move_to_end(key)
         return entry
 
-    def _memo_rows(self, owner, key, fn, rows, dtype):
+    def _memo_rows(self, owner: object, key: Hashable, fn: _Fn,
+                   rows: np.ndarray, dtype: npt.DTypeLike) -> np.ndarray:
         size = len(self.states)
         values, seen = self._memo_entry(
             owner, key, lambda: (np.zeros(size, dtype=dtype),
@@ -338,7 +363,7 @@ class HostTable:
             seen[row] = current[row]
         return values[rows]
 
-    def _grouping(self, scope):
+    def _grouping(self, scope: _Scope) -> _Grouping:
         """The ``_Grouping`` of a memo scope.  A tuple of several
         attributes groups by the codes of each attribute's own grouping,
         so each attribute's values are read and compared once for all
@@ -348,10 +373,10 @@ class HostTable:
             size = len(self.states)
             if scope == AGGREGATE_METADATA:
                 grouping = _Grouping(size, self.aggregate_version,
-                                     signature=_aggregate_metadata)
+                                     signature=memo_scopes.aggregate_metadata)
             elif len(scope) == 1:
                 grouping = _Grouping(size, self.row_version,
-                                     signature=_attribute(scope[0]))
+                                     signature=memo_scopes.attribute(scope[0]))
             else:
                 grouping = _Grouping(
                     size, self.row_version,
@@ -369,23 +394,26 @@ class _Grouping:
     codes start over (a new ``generation``), so values that keep changing
     cannot grow it without bound."""
 
-    def __init__(self, size, versions, signature=None, parts=()):
+    def __init__(self, size: int, versions: np.ndarray,
+                 signature: _Fn | None = None,
+                 parts: Sequence[_Grouping] = ()) -> None:
         self.signature = signature
         self.parts = parts
-        self.part_generations = None
+        self.part_generations: list[int] | None = None
         self.versions = versions    # the table's array, updated in place
         self.codes = np.zeros(size, dtype=np.intp)
         self.seen = np.full(size, -1, dtype=np.int64)
-        self.values = {}
+        self.values: dict[typing.Any, int] = {}
         self.generation = 0
         self.max_values = 2 * size + MEMO_KEYS
 
-    def _start_over(self):
+    def _start_over(self) -> None:
         self.values.clear()
         self.seen[:] = -1
         self.generation += 1
 
-    def codes_at(self, rows, states):
+    def codes_at(self, rows: np.ndarray,
+                 states: Sequence[HostState]) -> np.ndarray:
         part_codes = [part.codes_at(rows, states) for part in self.parts]
         generations = [part.generation for part in self.parts]
         if generations != self.part_generations:
@@ -397,11 +425,14 @@ class _Grouping:
             self._start_over()
             stale[:] = True
         stale_rows = rows[stale].tolist()
+        signatures: Iterable[typing.Any]
         if self.parts:
             signatures = zip(*(codes[stale].tolist()
                                for codes in part_codes), strict=True)
         else:
-            signatures = (self.signature(states[row]) for row in stale_rows)
+            signature_of = self.signature
+            assert signature_of is not None  # given when there are no parts
+            signatures = (signature_of(states[row]) for row in stale_rows)
         values, codes, seen, versions = (self.values, self.codes, self.seen,
                                          self.versions)
         for row, signature in zip(stale_rows, signatures, strict=True):
@@ -413,12 +444,13 @@ class _Grouping:
 class _GroupResults:
     """A scoped memo's results, one per code of a ``_Grouping``."""
 
-    def __init__(self, dtype):
+    def __init__(self, dtype: npt.DTypeLike) -> None:
         self.dtype = dtype
-        self.generation = None
-        self.values = self.known = None
+        self.generation: int | None = None
+        self.values: np.ndarray | None = None
+        self.known: np.ndarray | None = None
 
-    def arrays(self, grouping):
+    def arrays(self, grouping: _Grouping) -> tuple[np.ndarray, np.ndarray]:
         """``(values, known)`` sized for the grouping's codes; emptied
         when its codes started over."""
         size = len(grouping.values)
@@ -426,62 +458,13 @@ class _GroupResults:
             self.generation = grouping.generation
             self.values = np.zeros(size, dtype=self.dtype)
             self.known = np.zeros(size, dtype=bool)
-        elif len(self.values) < size:
-            grow = size - len(self.values)
-            self.values = np.concatenate(
-                (self.values, np.zeros(grow, dtype=self.dtype)))
-            self.known = np.concatenate((self.known,
-                                         np.zeros(grow, dtype=bool)))
+        else:
+            assert self.values is not None and self.known is not None
+            if len(self.values) < size:
+                grow = size - len(self.values)
+                self.values = np.concatenate(
+                    (self.values, np.zeros(grow, dtype=self.dtype)))
+                self.known = np.concatenate((self.known,
+                                             np.zeros(grow, dtype=bool)))
         return self.values, self.known
 
-
-class _Unequal:
-    """Stands for a value whose equality cannot be trusted to mean equal
-    behaviour: equal to nothing but itself."""
-
-    __slots__ = ()
-
-
-_EXACT_TYPES = (str, int, bool, bytes, type(None))
-# Containers compared by content; oslo.versionedobjects' coerced ones
-# (an object's dict and list fields) behave as the builtin ones.
-_DICTS = (dict, ovo_fields.CoercedDict)
-_SEQUENCES = (list, tuple, ovo_fields.CoercedList)
-_SETS = (set, frozenset, ovo_fields.CoercedSet)
-
-
-def _frozen(value):
-    """A hashable stand-in for ``value``, equal for two values only when
-    they have the same types and contents throughout (``0``, ``0.0``,
-    ``False`` and ``-0.0`` all differ); any other object is equal only to
-    itself."""
-    kind = type(value)
-    if kind in _EXACT_TYPES:
-        return kind, value
-    if kind is float:
-        return kind, repr(value)
-    if kind in _DICTS:
-        return dict, tuple((_frozen(k), _frozen(v))
-                           for k, v in value.items())
-    if kind in _SEQUENCES:
-        return kind, tuple(_frozen(item) for item in value)
-    if kind in _SETS:
-        return kind, frozenset(_frozen(item) for item in value)
-    return _Unequal()
-
-
-def _aggregate_metadata(state):
-    return tuple(_frozen(aggregate.obj_get('metadata') or {})
-                 for aggregate in state.aggregates)
-
-
-_MISSING = object()
-
-
-def _attribute(name):
-    """The signature of the public data attribute ``name`` (a missing
-    attribute has a marker of its own)."""
-    def signature(state):
-        value = attributes.public_attribute(state, name, _MISSING)
-        return ('missing',) if value is _MISSING else _frozen(value)
-    return signature

@@ -25,6 +25,8 @@ Other nodes are scheduled as by the default host manager.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from collections.abc import Mapping
 from typing import Any
 
 from oslo_utils import timeutils
@@ -49,8 +51,10 @@ class IronicNodeState(HostState):
     __slots__ = ()
     WHOLE_NODE = True
 
-    def update(self, compute=None, service=None, aggregates=None,
-               instances=None):
+    def update(self, compute: Mapping[str, Any] | None = None,
+               service: dict[str, Any] | None = None,
+               aggregates: Iterable[Any] | None = None,
+               instances: dict[str, Any] | None = None) -> None:
         """``HostState.update``, except that the node keeps no instance
         list."""
         super().update(compute, service, aggregates,

@@ -16,6 +16,7 @@ import datetime
 import time
 from collections.abc import Callable
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,9 @@ from scheduler.observability import metrics
 from scheduler.view import tracking
 from scheduler.view.host_state import HostState
 from scheduler.view.host_table import HostTable
+
+if TYPE_CHECKING:
+    from scheduler.db.source import Row
 
 LOG = logging.getLogger(__name__)
 
@@ -112,7 +116,7 @@ class Refresher:
             self._record_view()
         return self.table.states
 
-    def _record_view(self):
+    def _record_view(self) -> None:
         """Record the view a decision uses: its nodes, those up and
         disabled, and its age."""
         table = self.table
@@ -121,7 +125,7 @@ class Refresher:
                           int(np.count_nonzero(table.columns['disabled'])),
                           time.monotonic() - self._last_delta)
 
-    def _full_refresh_due(self):
+    def _full_refresh_due(self) -> bool:
         if self._last_full is None:
             return True
         interval = CONF.scheduler.full_refresh_interval
@@ -159,7 +163,8 @@ class Refresher:
             time.monotonic())
         metrics.view_read(metrics.FULL_READ, self._last_full - began)
 
-    def _refresh_one(self, compute, services):
+    def _refresh_one(self, compute: Row, services: dict[str, Row]
+                     ) -> HostState | None:
         host = compute['host']
         service = services.get(host)
         if service is None:
@@ -181,7 +186,7 @@ class Refresher:
                                                             compute)
         return state
 
-    def _drop_dead_nodes(self, seen):
+    def _drop_dead_nodes(self, seen: set[tuple[str, str]]) -> None:
         for key in set(self.host_state_map) - seen:
             LOG.info('Removing dead compute node %s:%s from scheduler', *key)
             del self.host_state_map[key]
@@ -229,7 +234,7 @@ class Refresher:
             self._last_sweep = self._last_delta
         return True
 
-    def _add_late_rows(self, context, changes):
+    def _add_late_rows(self, context: Any, changes: dict[str, Any]) -> None:
         """Add to ``changes`` the compute node and service rows stamped
         since ``CLOCK_MARGIN`` before the previous sweep whose version is
         not the one we hold (nor in ``changes``), and the instance rows
@@ -261,12 +266,13 @@ class Refresher:
                 context, since)
             if row['id'] not in known]
 
-    def _held_version(self, name, row_id):
+    def _held_version(self, name: str, row_id: int) -> Any:
         """The ``row_version`` of the row we hold, or None."""
         seen = self._seen if name == 'compute_nodes' else self._service_seen
         return seen.get(row_id)
 
-    def _same_nodes(self, computes, deleted, services):
+    def _same_nodes(self, computes: Iterable[Row], deleted: set[int],
+                    services: Iterable[Row]) -> bool:
         if deleted & self._by_id.keys():
             return False
         for row in computes:
@@ -284,7 +290,8 @@ class Refresher:
             (not svc['deleted'] and svc['host'] in skipped_hosts)
             for svc in services)
 
-    def _apply_compute_rows(self, context, computes):
+    def _apply_compute_rows(self, context: Any, computes: Iterable[Row]
+                            ) -> list[HostState]:
         rows = {row['id']: row for row in computes
                 if row['id'] in self._by_id and
                 self._seen.get(row['id']) !=
@@ -303,7 +310,8 @@ class Refresher:
             changed.append(state)
         return changed
 
-    def _apply_service_rows(self, services):
+    def _apply_service_rows(self, services: Iterable[Row]
+                            ) -> list[HostState]:
         changed = []
         for svc in services:
             self._service_seen[svc['id']] = self.source.row_version(
@@ -314,10 +322,11 @@ class Refresher:
                     changed.append(state)
         return changed
 
-    def _apply_instance_rows(self, context, instances):
+    def _apply_instance_rows(self, context: Any, instances: Iterable[Row]
+                             ) -> list[HostState]:
         """Re-read the instances of the hosts not in sync that the changed
         instance rows were or are on."""
-        hosts = set()
+        hosts: set[str] = set()
         for row in instances:
             if row['host']:
                 hosts.add(row['host'])

@@ -5,12 +5,16 @@ A service is up when it is not ``forced_down`` and its last heartbeat
 ``[DEFAULT] service_down_time`` seconds old.  Timestamps are naive UTC.
 """
 
+import datetime
+from collections.abc import Mapping
+from typing import Any
+
 from oslo_utils import timeutils
 
 from scheduler.conf import CONF
 
 
-def service_down_time():
+def service_down_time() -> int:
     """The liveness window in seconds (Nova raises it to 2.5 times
     ``report_interval`` when it is not larger than that interval)."""
     if CONF.service_down_time <= CONF.report_interval:
@@ -18,7 +22,8 @@ def service_down_time():
     return CONF.service_down_time
 
 
-def last_heartbeat(service):
+def last_heartbeat(service: Mapping[str, Any]
+                   ) -> datetime.datetime | None:
     """The naive UTC time of the service's last heartbeat
     (``last_seen_up``, else ``created_at``; ISO text is parsed), or None
     when there is none."""
@@ -30,7 +35,8 @@ def last_heartbeat(service):
     return timeutils.normalize_time(last)
 
 
-def service_is_up(service, now=None):
+def service_is_up(service: Mapping[str, Any],
+                  now: datetime.datetime | None = None) -> bool:
     """Whether the ``services`` row (a dict) has a recent heartbeat."""
     if service.get('forced_down'):
         return False

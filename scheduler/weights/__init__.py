@@ -273,7 +273,7 @@ def host_local(weigher: BaseHostWeigher) -> bool:
 
 def _raw_weights(weigher: BaseHostWeigher, table: 'HostTable', rows: _Rows,
                  weight_properties: 'RequestSpec') -> _Floats:
-    values = None
+    values: npt.ArrayLike | None = None
     if weigher.column is not None and loadables.fast_form_applies(
             weigher, 'column', _REFERENCE):
         values = table.columns[weigher.column][rows]
