@@ -199,6 +199,7 @@ CONF([], project='scheduler', default_config_files=[],
 
 from scheduler import context  # noqa: E402
 from scheduler.db import api  # noqa: E402
+from scheduler.db import claim_sql  # noqa: E402
 from scheduler.db import claims  # noqa: E402
 from scheduler_tools import writers  # noqa: E402
 
