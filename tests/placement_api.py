@@ -12,7 +12,8 @@ DISK_GB (GiB), each with ``total``, ``reserved``, ``min_unit`` 1,
 ``max_unit`` the total, ``step_size`` 1 and the allocation ratio; its
 traits include the virt driver's capabilities (``COMPUTE_*``).
 
-The REST calls are the benchmark's (``scheduler_tools.bench.placement``),
+The REST calls are the benchmark's
+(``scheduler_tools.bench.placement_rest``),
 which writes providers the same way.
 """
 
@@ -21,9 +22,9 @@ from __future__ import annotations
 import dataclasses
 import uuid as uuid_lib
 
-from scheduler_tools.bench import placement as rest
-from scheduler_tools.bench.placement import NOVA_MICROVERSION
-from scheduler_tools.bench.placement import PlacementError
+from scheduler_tools.bench import placement_rest as rest
+from scheduler_tools.bench.placement_rest import NOVA_MICROVERSION
+from scheduler_tools.bench.placement_rest import PlacementError
 
 __all__ = ['NOVA_MICROVERSION', 'ComputeProvider', 'PlacementAPI',
            'PlacementError']

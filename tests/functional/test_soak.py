@@ -20,7 +20,7 @@ import pytest
 import sqlalchemy as sa
 
 from scheduler_tools.bench import report
-from scheduler_tools.bench import soak
+from scheduler_tools.bench import soak_settings
 
 SOAK_TIMEOUT = 150
 HOSTS = 500
@@ -56,7 +56,7 @@ def test_short_soak_on_given_servers(tmp_path, rabbit_url, postgresql_url,
     assert result.returncode in (0, 1), (
         'scheduler-soak could not run (%d):\n%s\n%s' % (
             result.returncode, result.stdout, result.stderr[-5000:]))
-    with open(output / soak.SUMMARY_FILE) as stream:
+    with open(output / soak_settings.SUMMARY_FILE) as stream:
         summary = json.load(stream)
     failed = {name: check for name, check in summary['checks'].items()
               if not check['passed']}
@@ -65,7 +65,7 @@ def test_short_soak_on_given_servers(tmp_path, rabbit_url, postgresql_url,
     assert (result.returncode == 0) == summary['verified']
 
     # Samples: one before the load, one per interval, one at the end.
-    samples = report.read_json_lines(output / soak.SAMPLES_FILE)
+    samples = report.read_json_lines(output / soak_settings.SAMPLES_FILE)
     assert len(samples) == DURATION_S // INTERVAL_S + 1
     assert samples[0]['t_s'] == 0
     assert samples[-1]['t_s'] == pytest.approx(DURATION_S, abs=3)
@@ -124,7 +124,7 @@ def test_short_soak_on_given_servers(tmp_path, rabbit_url, postgresql_url,
               rss['growth_pct'], rss['baseline_mb'], rss['end_mb'],
               summary['staleness']['p50_s'], summary['staleness']['max_s']))
 
-    with open(output / soak.PLOT_FILE, 'rb') as stream:
+    with open(output / soak_settings.PLOT_FILE, 'rb') as stream:
         assert stream.read(8) == PNG_MAGIC
     assert 'verdict: ' in result.stdout
 

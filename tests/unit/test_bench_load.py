@@ -25,6 +25,10 @@ from scheduler_tools.bench import BenchError
 from scheduler_tools.bench import endtoend
 from scheduler_tools.bench import inprocess
 from scheduler_tools.bench import load
+from scheduler_tools.bench import load_callers
+from scheduler_tools.bench import load_fleet
+from scheduler_tools.bench import load_services
+from scheduler_tools.bench import load_table
 from scheduler_tools.bench import report
 from scheduler_tools.bench import workload
 from scheduler_tools.cmd import bench as bench_cmd
@@ -94,7 +98,7 @@ def test_multi_instance_phases_make_fewer_calls():
 # ------------------------------------------------------------------ fleet --
 
 def test_load_hosts_have_a_quarter_of_the_ram():
-    hosts = load.load_hosts(10, seed=3)
+    hosts = load_fleet.load_hosts(10, seed=3)
     full = workload.generate_hosts(10, seed=3)
     for small, big in zip(hosts, full, strict=True):
         assert small.spec.memory_mb == big.spec.memory_mb // 4
@@ -107,7 +111,7 @@ def test_a_thousand_hosts_hold_a_request_of_a_thousand_instances():
     # RAM runs out first.  Even at a RAM allocation ratio of 1.0 (30% of
     # the hosts; the others have the default 1.5), the live hosts' free
     # RAM holds 3,000 instances of the largest flavor of the mix...
-    hosts = [host for host in load.load_hosts(1000) if host.up]
+    hosts = [host for host in load_fleet.load_hosts(1000) if host.up]
     largest = max(memory_mb for _, memory_mb, _, _ in workload.FLAVORS)
     room = sum((host.spec.memory_mb - host.memory_mb_used) // largest
                for host in hosts)
@@ -127,23 +131,23 @@ def ctx(tmp_path):
 
 
 def test_claims_are_released_between_phases(ctx):
-    hosts = load.load_hosts(6, seed=1)
+    hosts = load_fleet.load_hosts(6, seed=1)
     seeded = workload.seed_hosts(ctx, hosts)
     uuids = [str(uuid.uuid4()) for _ in range(9)]
     for index, instance in enumerate(uuids):
         assert claims.claim(ctx, seeded.compute_node_ids[index % 3],
                             instance, 1, 512, 1)
-    found = load.verify(ctx, 9)
+    found = load_fleet.verify(ctx, 9)
     assert found['claims'] == 9 and found['claims_match']
     assert found['fleet_memory_mb_claimed'] == 9 * 512
-    assert load.release_claims(ctx, chunk=4) == 9
-    found = load.verify(ctx, 0)
+    assert load_fleet.release_claims(ctx, chunk=4) == 9
+    found = load_fleet.verify(ctx, 0)
     assert (found['claims'], found['claims_match'], found['unbalanced'],
             found['overcommitted']) == (0, True, [], [])
     assert found['fleet_memory_mb_claimed'] == 0
     assert found['fleet_vcpus_claimed'] == 0
-    assert load.release_claims(ctx) == 0
-    load.remove_load(ctx, seeded)
+    assert load_fleet.release_claims(ctx) == 0
+    load_fleet.remove_load(ctx, seeded)
 
 
 # ---------------------------------------------------------------- callers --
@@ -173,7 +177,7 @@ def test_drive_counts_every_outcome():
             raise exception.DatabaseUnavailable(reason='decision_timeout')
         return 2
 
-    result = load.drive(decide, _Feed(outcomes), 3,
+    result = load_callers.drive(decide, _Feed(outcomes), 3,
                         time.monotonic() + 60, threading.Event())
     timings = result.timings
     assert result.placed == 12
@@ -189,7 +193,7 @@ def test_drive_counts_every_outcome():
 
 def test_drive_stops_at_the_deadline():
     stop = threading.Event()
-    result = load.drive(lambda request: 1, _Feed(range(10)), 2,
+    result = load_callers.drive(lambda request: 1, _Feed(range(10)), 2,
                         time.monotonic() - 1, stop)
     assert (result.placed, result.timings.latencies_ms,
             result.timings.truncated, result.last_placement_s) == (
@@ -197,9 +201,9 @@ def test_drive_stops_at_the_deadline():
 
 
 def test_caller_results_merge():
-    first = load.CallerResult(placed=3, refused=1, timeouts=0,
+    first = load_callers.CallerResult(placed=3, refused=1, timeouts=0,
                               last_placement_s=2.0)
-    second = load.CallerResult(placed=4, refused=2, timeouts=1,
+    second = load_callers.CallerResult(placed=4, refused=2, timeouts=1,
                                first_error='x', last_placement_s=1.0)
     first.merge(second)
     assert (first.placed, first.refused, first.timeouts, first.first_error,
@@ -207,7 +211,7 @@ def test_caller_results_merge():
 
 
 def test_phases_send_the_same_requests_with_their_own_instances():
-    bench = workload.Workload(load.load_hosts(20), seed=0)
+    bench = workload.Workload(load_fleet.load_hosts(20), seed=0)
 
     def drain(feed):
         found = []
@@ -215,10 +219,10 @@ def test_phases_send_the_same_requests_with_their_own_instances():
             found.append(request)
         return found
 
-    first = drain(load.RequestFeed(bench, 3, 250, uuid_tag='c1'))
-    again = drain(load.RequestFeed(bench, 3, 250, uuid_tag='c1'))
-    other = drain(load.RequestFeed(bench, 3, 250, uuid_tag='c8'))
-    plain = drain(load.RequestFeed(bench, 3, 250))
+    first = drain(load_callers.RequestFeed(bench, 3, 250, uuid_tag='c1'))
+    again = drain(load_callers.RequestFeed(bench, 3, 250, uuid_tag='c1'))
+    other = drain(load_callers.RequestFeed(bench, 3, 250, uuid_tag='c8'))
+    plain = drain(load_callers.RequestFeed(bench, 3, 250))
     assert len(first) == len(other) == len(plain) == 250
     # The same mix: kinds and flavors.
     assert [(r.kind, r.spec.flavor.name) for r in first] == [
@@ -249,7 +253,8 @@ def test_settle_returns_once_the_services_are_idle():
     try:
         time.sleep(0.3)
         started = time.monotonic()
-        waited = load.settle([Idle(sleeper)], timeout_s=10, poll_s=0.2)
+        waited = load_services.settle([Idle(sleeper)], timeout_s=10,
+                                      poll_s=0.2)
         assert waited < 2 and time.monotonic() - started < 2
     finally:
         sleeper.kill()
@@ -257,7 +262,7 @@ def test_settle_returns_once_the_services_are_idle():
     # Nothing to read: no wait.
     gone = Idle(sleeper)
     gone.alive = False
-    assert load.settle([gone], timeout_s=10) < 0.1
+    assert load_services.settle([gone], timeout_s=10) < 0.1
 
 
 def test_settle_gives_up_after_its_timeout():
@@ -269,7 +274,8 @@ def test_settle_gives_up_after_its_timeout():
 
     spinner = subprocess.Popen([sys.executable, '-c', 'while True: pass'])
     try:
-        waited = load.settle([Busy(spinner)], timeout_s=0.5, poll_s=0.2)
+        waited = load_services.settle([Busy(spinner)], timeout_s=0.5,
+                                      poll_s=0.2)
         assert 0.5 <= waited < 3
     finally:
         spinner.kill()
@@ -359,9 +365,9 @@ def test_run_gives_each_row_the_floor_of_its_callers(monkeypatch):
 # ------------------------------------------------------------------ table --
 
 def _print(rows):
-    console = Console(width=load.TABLE_WIDTH, record=True,
+    console = Console(width=load_table.TABLE_WIDTH, record=True,
                       file=io.StringIO())
-    load.print_table(rows, console)
+    load_table.print_table(rows, console)
     return console.export_text()
 
 
@@ -401,9 +407,11 @@ def test_table_fits_in_120_columns_with_every_figure():
 
 
 def test_latencies_and_rates_are_short():
-    assert [load._ms(value) for value in (None, 0.123, 12.34, 1234.5)] == [
+    assert [load_table._ms(value)
+            for value in (None, 0.123, 12.34, 1234.5)] == [
         '-', '0.12', '12.3', '1,234']
-    assert [load._rate(value) for value in (None, 0.5, 56.63, 1234.5)] == [
+    assert [load_table._rate(value)
+            for value in (None, 0.5, 56.63, 1234.5)] == [
         '-', '0.50', '56.6', '1,234']
 
 

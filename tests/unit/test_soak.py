@@ -1,9 +1,10 @@
-"""The soak's pieces without servers (``scheduler_tools.bench.soak``):
-the warm-up, the latency window, the RSS growth and the connection
-trends, the verdict, the plot, the process walk, the metrics parsing,
-the staleness probe on a simulated view, the compute side's registry,
-the claims audit and the aggregate casts on SQLite, and the options of
-``scheduler-soak``.  tests/functional/test_soak.py runs the real thing.
+"""The soak's pieces without servers (``scheduler_tools.bench.soak`` and
+its ``soak_*`` modules): the warm-up, the latency window, the RSS growth
+and the connection trends, the verdict, the plot, the process walk, the
+metrics parsing, the staleness probe on a simulated view, the compute
+side's registry, the claims audit and the aggregate casts on SQLite, and
+the options of ``scheduler-soak``.  tests/functional/test_soak.py runs
+the real thing.
 """
 
 import collections
@@ -26,6 +27,15 @@ from scheduler_tools import bench
 from scheduler_tools import seed
 from scheduler_tools import writers
 from scheduler_tools.bench import soak
+from scheduler_tools.bench import soak_audit
+from scheduler_tools.bench import soak_casts
+from scheduler_tools.bench import soak_measure
+from scheduler_tools.bench import soak_probe
+from scheduler_tools.bench import soak_report
+from scheduler_tools.bench import soak_sampler
+from scheduler_tools.bench import soak_settings
+from scheduler_tools.bench import soak_verdict
+from scheduler_tools.bench import soak_world
 from scheduler_tools.bench import workload
 from scheduler_tools.cmd import soak as soak_cmd
 
@@ -40,23 +50,23 @@ def _samples(values, interval_s=60.0, key='rss_mb', **extra):
 # ---------------------------------------------------------------- warm-up --
 
 def test_warmup_is_ten_minutes_or_a_third_of_a_short_run():
-    assert soak.warmup_for(3600) == 600
-    assert soak.warmup_for(1800) == 600
-    assert soak.warmup_for(60) == pytest.approx(20)
-    assert soak.warmup_for(60, 5) == 5
-    assert soak.warmup_for(60, 100) == 60
-    settings = soak.SoakSettings()
+    assert soak_settings.warmup_for(3600) == 600
+    assert soak_settings.warmup_for(1800) == 600
+    assert soak_settings.warmup_for(60) == pytest.approx(20)
+    assert soak_settings.warmup_for(60, 5) == 5
+    assert soak_settings.warmup_for(60, 100) == 60
+    settings = soak_settings.SoakSettings()
     assert (settings.hosts, settings.duration_s, settings.sample_interval_s,
             settings.warmup, settings.live_target) == (
         10000, 3600.0, 60.0, 600.0, 10000)
-    assert soak.SoakSettings(duration_s=60, live_instances=7).live_target \
-        == 7
+    assert soak_settings.SoakSettings(
+        duration_s=60, live_instances=7).live_target == 7
 
 
 # ------------------------------------------------------------ the window --
 
 def test_latency_window_takes_one_interval_at_a_time():
-    window = soak.LatencyWindow()
+    window = soak_sampler.LatencyWindow()
     for ms in range(1, 101):
         window.record(float(ms))
     window.record(500.0, 'no_valid_host')
@@ -79,16 +89,17 @@ def test_latency_window_takes_one_interval_at_a_time():
 # ---------------------------------------------------------- the verdict --
 
 def test_linear_fit():
-    assert soak.linear_fit([0, 1, 2], [1, 3, 5]) == pytest.approx((2, 1))
-    assert soak.linear_fit([5], [3]) == (0.0, 3)
-    assert soak.linear_fit([], []) == (0.0, 0.0)
+    assert soak_verdict.linear_fit([0, 1, 2], [1, 3, 5]) == pytest.approx(
+        (2, 1))
+    assert soak_verdict.linear_fit([5], [3]) == (0.0, 3)
+    assert soak_verdict.linear_fit([], []) == (0.0, 0.0)
 
 
 def test_rss_growth_ignores_the_warm_up():
     # Steep during the first 10 minutes, flat afterwards.
     values = [100, 300, 350, 380, 395, 399, 400, 400, 400, 400] + (
         [400] * 50 + [401])
-    growth = soak.rss_growth(_samples(values), 600)
+    growth = soak_verdict.rss_growth(_samples(values), 600)
     assert growth['samples'] == 51
     assert growth['baseline_mb'] == 400
     assert growth['growth_pct'] < 1
@@ -98,7 +109,7 @@ def test_rss_growth_ignores_the_warm_up():
 def test_rss_growth_catches_a_slow_leak():
     # 1 MiB a minute on 400 MiB: +12.5 % over 50 minutes.
     values = [400 + minute for minute in range(61)]
-    growth = soak.rss_growth(_samples(values), 600)
+    growth = soak_verdict.rss_growth(_samples(values), 600)
     assert growth['slope_mb_per_min'] == pytest.approx(1.0)
     assert growth['fitted_pct'] == pytest.approx(100 * 50 / 410, abs=0.01)
     assert growth['endpoint_pct'] > 5
@@ -107,23 +118,23 @@ def test_rss_growth_catches_a_slow_leak():
 
 
 def test_rss_growth_needs_two_samples_after_the_warm_up():
-    growth = soak.rss_growth(_samples([100, 200, 300]), 120)
+    growth = soak_verdict.rss_growth(_samples([100, 200, 300]), 120)
     assert growth['samples'] == 1
     assert growth['growth_pct'] is None
     # Samples without RSS do not count.
     samples = _samples([100, None, None, 120])
-    assert soak.rss_growth(samples, 0)['samples'] == 2
+    assert soak_verdict.rss_growth(samples, 0)['samples'] == 2
 
 
 def test_steady_tolerates_noise_but_not_a_leak():
     noisy = [20, 24, 19, 23, 25, 21, 20, 24, 22, 23, 21, 25]
-    assert soak.steady(_samples(noisy, key='fds'), 'fds', 0)['steady']
+    assert soak_verdict.steady(_samples(noisy, key='fds'), 'fds', 0)['steady']
     leak = list(range(20, 80, 5))
-    found = soak.steady(_samples(leak, key='fds'), 'fds', 0)
+    found = soak_verdict.steady(_samples(leak, key='fds'), 'fds', 0)
     assert found['steady'] is False
     assert found['first_max'] == 35 and found['last_median'] == 67.5
-    assert soak.steady(_samples([1, 2], key='fds'), 'fds', 0)['steady'] \
-        is None
+    assert soak_verdict.steady(_samples([1, 2], key='fds'), 'fds',
+                               0)['steady'] is None
 
 
 def _audit(**changes):
@@ -150,10 +161,10 @@ def _flat_samples():
 
 
 def test_verdict_passes_a_clean_soak():
-    checks, growth, trends = soak.verdict(
+    checks, growth, trends = soak_verdict.verdict(
         _flat_samples(), _audit(), _found(), {'errors': 0}, PROBE, 0, 20.0,
         5.0)
-    assert set(checks) == set(soak.CHECKS)
+    assert set(checks) == set(soak_verdict.CHECKS)
     assert all(check['passed'] for check in checks.values()), checks
     assert [name for name, check in checks.items() if check['target']] == \
         ['rss_growth', 'overcommit']
@@ -178,7 +189,8 @@ def test_verdict_fails_each_check(failing, args):
              'found': _found(), 'calls': {'errors': 0}, 'probe': PROBE,
              'died': 0}
     given.update(args)
-    checks, _, _ = soak.verdict(warmup_s=20.0, rss_limit_pct=5.0, **given)
+    checks, _, _ = soak_verdict.verdict(warmup_s=20.0, rss_limit_pct=5.0,
+                                        **given)
     assert [name for name, check in checks.items()
             if not check['passed']] == [failing]
 
@@ -188,14 +200,15 @@ def test_verdict_fails_rss_growth_and_connection_leaks():
     for index, sample in enumerate(samples):
         sample['rss_mb'] = 300 + 5 * index
         sample['db_connections'] = 10 + 3 * index
-    checks, growth, _ = soak.verdict(samples, _audit(), _found(),
-                                     {'errors': 0}, PROBE, 0, 20.0, 5.0)
+    checks, growth, _ = soak_verdict.verdict(samples, _audit(), _found(),
+                                             {'errors': 0}, PROBE, 0, 20.0,
+                                             5.0)
     assert not checks['rss_growth']['passed']
     assert checks['rss_growth']['value'] == growth['growth_pct'] > 5
     assert checks['connections_stable']['value'] == ['db_connections']
     # Too few samples after the warm-up: no verdict on RSS is a fail.
-    checks, _, _ = soak.verdict(samples[:2], _audit(), _found(),
-                                {'errors': 0}, PROBE, 0, 20.0, 5.0)
+    checks, _, _ = soak_verdict.verdict(samples[:2], _audit(), _found(),
+                                        {'errors': 0}, PROBE, 0, 20.0, 5.0)
     assert not checks['rss_growth']['passed']
     assert checks['rss_growth']['value'] is None
 
@@ -210,9 +223,9 @@ def test_plot_writes_a_png_of_the_samples(tmp_path):
                       view_age_s=0.001)
     samples[0].update(p50_ms=None, p99_ms=None, staleness_s=None)
     path = tmp_path / 'soak.png'
-    growth = soak.rss_growth(samples, 20.0)
-    assert soak.plot(samples, str(path), 20.0, growth, 'a title') == str(
-        path)
+    growth = soak_verdict.rss_growth(samples, 20.0)
+    assert soak_report.plot(samples, str(path), 20.0, growth,
+                            'a title') == str(path)
     with open(path, 'rb') as stream:
         assert stream.read(8) == PNG_MAGIC
     assert path.stat().st_size > 10000
@@ -226,17 +239,17 @@ def test_process_tree_and_figures_count_children_and_connections():
     client = socket.create_connection(server.getsockname())
     accepted, _ = server.accept()
     try:
-        tree = soak.process_tree(os.getpid())
+        tree = soak_measure.process_tree(os.getpid())
         assert tree[0] == os.getpid() and child.pid in tree
         port = server.getsockname()[1]
-        figures = soak.process_figures([os.getpid()], {'db': port,
-                                                       'broker': 1})
+        figures = soak_measure.process_figures([os.getpid()], {'db': port,
+                                                               'broker': 1})
         assert figures['processes'] == 1
         assert figures['rss_mb'] > 10
         assert figures['fds'] >= figures['sockets'] >= 3
         assert figures['db_connections'] == 1
         assert figures['broker_connections'] == 0
-        both = soak.process_figures(tree)
+        both = soak_measure.process_figures(tree)
         assert both['processes'] == len(tree) >= 2
         assert 'db_connections' not in both
     finally:
@@ -244,8 +257,8 @@ def test_process_tree_and_figures_count_children_and_connections():
             each.close()
         child.kill()
         child.wait()
-    assert soak.process_tree(child.pid) == []
-    assert soak.process_figures([child.pid])['processes'] == 0
+    assert soak_measure.process_tree(child.pid) == []
+    assert soak_measure.process_figures([child.pid])['processes'] == 0
 
 
 # -------------------------------------------------------------- metrics --
@@ -267,31 +280,32 @@ def _service_metrics_text(staleness, decisions, seconds, lost):
 
 def test_parse_metrics_reads_the_service_s_own_names():
     text = _service_metrics_text(0.25, 4, 0.2, 2)
-    found = soak.parse_metrics(text)
+    found = soak_measure.parse_metrics(text)
     assert found['view_age_s'] == 0.25
     assert found['decisions'] == 4
     assert found['decision_count'] == 4
     assert found['decision_seconds'] == pytest.approx(0.2)
     assert found['lost_races'] == 2
     assert found['hosts_known'] == 100
-    assert soak.parse_metrics('') == dict.fromkeys(found)
+    assert soak_measure.parse_metrics('') == dict.fromkeys(found)
 
 
 def test_metrics_of_several_services_and_intervals():
-    one = soak.parse_metrics(_service_metrics_text(0.5, 2, 0.02, 0))
-    two = soak.parse_metrics(_service_metrics_text(0.1, 3, 0.03, 1))
-    combined = soak.combine_metrics([one, None, two])
+    one = soak_measure.parse_metrics(_service_metrics_text(0.5, 2, 0.02, 0))
+    two = soak_measure.parse_metrics(_service_metrics_text(0.1, 3, 0.03, 1))
+    combined = soak_measure.combine_metrics([one, None, two])
     assert combined['view_age_s'] == 0.5
     assert combined['decisions'] == 5
-    first = soak.metric_deltas(None, combined, 10.0)
+    first = soak_measure.metric_deltas(None, combined, 10.0)
     assert first == {'view_age_s': 0.5, 'server_decisions': 5,
                      'server_mean_ms': 10.0, 'server_lost_races': 1}
     later = dict(combined, decisions=9, decision_count=9,
                  decision_seconds=0.09, view_age_s=0.01)
-    assert soak.metric_deltas(combined, later, 10.0) == {
+    assert soak_measure.metric_deltas(combined, later, 10.0) == {
         'view_age_s': 0.01, 'server_decisions': 4, 'server_mean_ms': 10.0,
         'server_lost_races': 0}
-    assert soak.metric_deltas(None, soak.combine_metrics([]), 1.0) == {
+    assert soak_measure.metric_deltas(
+            None, soak_measure.combine_metrics([]), 1.0) == {
         'view_age_s': None, 'server_decisions': None,
         'server_mean_ms': None, 'server_lost_races': None}
 
@@ -317,7 +331,7 @@ def test_wait_reflected_gives_the_window_of_the_change():
         answers.append(seen)
         return seen
 
-    upper, floor, calls = soak.wait_reflected(
+    upper, floor, calls = soak_probe.wait_reflected(
         ask, True, 100.0, 3, 10.0, clock=clock, pause_s=0)
     assert answers == [False, False, False, False, True, True, True]
     assert calls == 7
@@ -333,7 +347,7 @@ def test_wait_reflected_needs_the_answers_in_a_row():
         clock.now += 0.1
         return next(script)
 
-    upper, floor, calls = soak.wait_reflected(
+    upper, floor, calls = soak_probe.wait_reflected(
         ask, True, 100.0, 2, 10.0, clock=clock, pause_s=0)
     # ``None`` (no answer) breaks the run but is no stale answer.
     assert (calls, floor) == (5, pytest.approx(0.1))
@@ -347,12 +361,12 @@ def test_wait_reflected_gives_up():
         clock.now += 1.0
         return False
 
-    assert soak.wait_reflected(ask, True, 100.0, 1, 5.0, clock=clock,
-                               pause_s=0) is None
+    assert soak_probe.wait_reflected(ask, True, 100.0, 1, 5.0, clock=clock,
+                                     pause_s=0) is None
     stop = threading.Event()
     stop.set()
-    assert soak.wait_reflected(lambda: True, True, 100.0, 1, 5.0,
-                               stop=stop, pause_s=0) is None
+    assert soak_probe.wait_reflected(lambda: True, True, 100.0, 1, 5.0,
+                                     stop=stop, pause_s=0) is None
 
 
 class LaggingView:
@@ -379,8 +393,9 @@ class LaggingView:
 
 def test_staleness_probe_measures_both_changes_and_reenables():
     view = LaggingView(lag=2, full=['h0'])
-    probe = soak.StalenessProbe(view.ask, view.set_disabled, ['h0', 'h1'],
-                                confirm=3, interval_s=0.01)
+    probe = soak_probe.StalenessProbe(view.ask, view.set_disabled,
+                                      ['h0', 'h1'], confirm=3,
+                                      interval_s=0.01)
     probe.cycle()               # h0 is full: skipped
     assert (probe.skipped, view.writes) == (1, [])
     probe.cycle()
@@ -407,7 +422,7 @@ def test_staleness_probe_enables_the_host_again_on_errors():
             raise RuntimeError('broker gone')
         return True
 
-    probe = soak.StalenessProbe(ask, view.set_disabled, ['h1'], 1, 0.01)
+    probe = soak_probe.StalenessProbe(ask, view.set_disabled, ['h1'], 1, 0.01)
     with pytest.raises(RuntimeError):
         probe.cycle()
     assert view.writes == [('h1', True), ('h1', False)]
@@ -415,15 +430,15 @@ def test_staleness_probe_enables_the_host_again_on_errors():
 
 def test_staleness_probe_counts_changes_never_seen():
     view = LaggingView(lag=10 ** 6)
-    probe = soak.StalenessProbe(view.ask, view.set_disabled, ['h1'], 1,
-                                0.01, timeout_s=0.05)
+    probe = soak_probe.StalenessProbe(view.ask, view.set_disabled, ['h1'],
+                                      1, 0.01, timeout_s=0.05)
     probe.cycle()
     assert probe.timeouts == 1
     assert view.writes == [('h1', True), ('h1', False)]
 
 
 def test_probe_spec_asks_for_one_host():
-    spec = soak.probe_spec('bench-000003')
+    spec = soak_probe.probe_spec('bench-000003')
     dest = spec.requested_destination
     assert (dest.host, dest.node) == ('bench-000003', 'bench-000003')
     assert (spec.flavor.memory_mb, spec.flavor.vcpus) == (512, 1)
@@ -453,7 +468,7 @@ def _requests(hosts, count, instances=1):
 def test_world_keeps_the_live_instances_at_the_target():
     hosts = workload.generate_hosts(5)
     api = FakeAPI()
-    world = soak.World(api, live_target=4, delete_share=0.0, write=False)
+    world = soak_world.World(api, live_target=4, delete_share=0.0, write=False)
     for index, request in enumerate(_requests(hosts, 6)):
         if index >= 4:
             doomed = world.pick_delete()
@@ -483,8 +498,8 @@ def test_world_keeps_the_live_instances_at_the_target():
 
 
 def test_world_deletes_a_share_below_the_target():
-    world = soak.World(FakeAPI(), live_target=10 ** 6, delete_share=0.5,
-                       seed=3, write=False)
+    world = soak_world.World(FakeAPI(), live_target=10 ** 6,
+                             delete_share=0.5, seed=3, write=False)
     hosts = workload.generate_hosts(3)
     for request in _requests(hosts, 400):
         doomed = world.pick_delete()
@@ -499,7 +514,7 @@ def test_world_deletes_a_share_below_the_target():
 def test_world_multi_instance_boot_casts_once_per_host():
     hosts = workload.generate_hosts(3)
     api = FakeAPI()
-    world = soak.World(api, 100, 0.0, write=False)
+    world = soak_world.World(api, 100, 0.0, write=False)
     request = _requests(hosts, 1, instances=3)[0]
     world.boot(request, [[_selection(hosts[0].host)],
                          [_selection(hosts[1].host)],
@@ -521,7 +536,7 @@ def test_audit_claims_finds_lost_leaked_and_misplaced_claims(ctx):
     workload.seed_hosts(ctx, hosts)
     nodes = {node['host']: node['id']
              for node in db.compute_node_get_all(ctx)}
-    world = soak.World(FakeAPI(), 100, 0.0)
+    world = soak_world.World(FakeAPI(), 100, 0.0)
     requests = _requests(hosts, 3)
     for request, host in zip(requests, hosts, strict=True):
         flavor = request.spec.flavor
@@ -529,7 +544,7 @@ def test_audit_claims_finds_lost_leaked_and_misplaced_claims(ctx):
                             request.instance_uuids[0], flavor.vcpus,
                             flavor.memory_mb, flavor.root_gb)
         world.boot(request, [[_selection(host.host)]])
-    audit = soak.audit_claims(ctx, world)
+    audit = soak_audit.audit_claims(ctx, world)
     assert (audit['live'], audit['claims'], audit['lost'], audit['leaked'],
             audit['misplaced'], audit['instances_match']) == (
         3, 3, [], [], [], True)
@@ -537,31 +552,31 @@ def test_audit_claims_finds_lost_leaked_and_misplaced_claims(ctx):
     # Deleted, its claim not released yet: leaked (until the service
     # handles the delete_instance_info cast).
     world.delete(world.remove(first))
-    assert soak.audit_claims(ctx, world)['leaked'] == [first]
+    assert soak_audit.audit_claims(ctx, world)['leaked'] == [first]
     claims.release(ctx, first)
     # A live instance whose claim is gone: lost.
     claims.release(ctx, second)
-    assert soak.audit_claims(ctx, world)['lost'] == [second]
+    assert soak_audit.audit_claims(ctx, world)['lost'] == [second]
     # A claim moved to another node than the instance's: misplaced.
     assert claims.claim(ctx, nodes[hosts[0].host], third, 1, 1, 1)
-    assert soak.audit_claims(ctx, world)['misplaced'] == [third]
+    assert soak_audit.audit_claims(ctx, world)['misplaced'] == [third]
     # A claim of a call the soak gave up on: abandoned, not leaked.
     assert claims.claim(ctx, nodes[hosts[1].host], 'a' * 8 + '-' +
                         '0' * 27, 1, 1, 1)
     world.abandon(['a' * 8 + '-' + '0' * 27])
-    audit = soak.audit_claims(ctx, world)
+    audit = soak_audit.audit_claims(ctx, world)
     assert audit['abandoned'] == ['a' * 8 + '-' + '0' * 27]
     assert audit['leaked'] == []
-    soak.remove_soak_rows(ctx)
-    assert not soak.audit_claims(ctx, world)['instances_match']
+    soak_audit.remove_soak_rows(ctx)
+    assert not soak_audit.audit_claims(ctx, world)['instances_match']
 
 
 def test_cast_loop_churns_its_aggregates(ctx):
     hosts = workload.generate_hosts(6)
     workload.seed_hosts(ctx, hosts)
     api = FakeAPI()
-    world = soak.World(api, 100, 0.0)
-    loop = soak.CastLoop(api, world, [h.host for h in hosts], seed=1)
+    world = soak_world.World(api, 100, 0.0)
+    loop = soak_casts.CastLoop(api, world, [h.host for h in hosts], seed=1)
     for _ in range(12):
         loop.aggregate_step(ctx)
     names = collections.Counter(name for name, _, _ in api.casts)
@@ -570,12 +585,12 @@ def test_cast_loop_churns_its_aggregates(ctx):
     for name, args, _ in api.casts:
         sent = args[0][0] if name == 'update_aggregates' else args[0]
         assert isinstance(sent, aggregate_obj.Aggregate)
-        assert sent.id and sent.name.startswith(soak.AGGREGATE_PREFIX)
+        assert sent.id and sent.name.startswith(soak_casts.AGGREGATE_PREFIX)
         assert sent.hosts and sent.metadata['soak']
     ours = {agg['id'] for agg in db.aggregate_get_all(ctx)
-            if agg['name'].startswith(soak.AGGREGATE_PREFIX)}
+            if agg['name'].startswith(soak_casts.AGGREGATE_PREFIX)}
     assert ours == {aggregate_id for aggregate_id, _ in loop.aggregates}
-    assert 0 < len(ours) <= soak.MAX_AGGREGATES
+    assert 0 < len(ours) <= soak_casts.MAX_AGGREGATES
     # The instance casts: none without live instances, then both.
     loop.tick(1)
     assert world.counters().get('sync_instance_info') is None
@@ -588,7 +603,8 @@ def test_cast_loop_churns_its_aggregates(ctx):
     loop.remove_all(ctx)
     with db.context_manager.reader.using(ctx) as session:
         left = session.execute(sa.select(db.AGGREGATES.c.name)).scalars()
-        assert not [n for n in left if n.startswith(soak.AGGREGATE_PREFIX)]
+        assert not [n for n in left
+                    if n.startswith(soak_casts.AGGREGATE_PREFIX)]
 
 
 # ---------------------------------------------------------- the command --
@@ -619,6 +635,6 @@ def test_command_takes_one_database():
         _settings('--database-connection', 'postgresql://a/b',
                   '--admin-connection', 'postgresql://a/postgres')
     with pytest.raises(bench.BenchError, match='RabbitMQ'):
-        soak.run(soak.SoakSettings())
+        soak.run(soak_settings.SoakSettings())
     with pytest.raises(bench.BenchError, match='PostgreSQL'):
-        soak.run(soak.SoakSettings(transport_url='rabbit://x'))
+        soak.run(soak_settings.SoakSettings(transport_url='rabbit://x'))

@@ -102,43 +102,49 @@ placed, s into the phase: about when the fleet was full), ``refused``,
 overcommit, claims balanced, no error - every call answered -, claims
 equal to placements, no service died); ``log_dirs`` (the services'
 configuration and logs, kept) when a row of the topology is not
-verified.  ``print_table`` prints the rows.
+verified.  ``load_table.print_table`` prints the rows.
+
+Its parts: ``load_fleet`` (the fleet and the database's checks),
+``load_services`` (the services and their settling), ``load_callers``
+(the requests, the caller threads, the heartbeats) and ``load_table``
+(the rows printed).
 """
 
-import collections
-import contextlib
 import dataclasses
-import os
 import shutil
-import signal
-import sys
 import tempfile
 import threading
 import time
 import uuid
 
-import oslo_messaging as messaging
-import sqlalchemy as sa
 from oslo_log import log as logging
 
-from scheduler import context as scheduler_context
-from scheduler import exception
 from scheduler import rpc
 from scheduler.conf import CONF
 from scheduler.db import api as db
-from scheduler.db import claim_sql
-from scheduler.db import claims
-from scheduler.drivers import filter_scheduler
 from scheduler.server import rpcapi
-from scheduler.view import host_state
 from scheduler_tools import seed
 from scheduler_tools.bench import LOAD
-from scheduler_tools.bench import BenchError
 from scheduler_tools.bench import endtoend
 from scheduler_tools.bench import floor
 from scheduler_tools.bench import inprocess
 from scheduler_tools.bench import report
 from scheduler_tools.bench import workload
+
+# Re-exported: scheduler_tools.bench.soak reaches it, as the parts below,
+# through this module.
+from scheduler_tools.bench.load_callers import RequestFeed
+from scheduler_tools.bench.load_callers import drive
+from scheduler_tools.bench.load_callers import heartbeats
+from scheduler_tools.bench.load_fleet import load_hosts
+from scheduler_tools.bench.load_fleet import release_claims
+from scheduler_tools.bench.load_fleet import remove_load
+from scheduler_tools.bench.load_fleet import verify
+from scheduler_tools.bench.load_services import ERROR_MARKER
+from scheduler_tools.bench.load_services import LOST_RACE_MARKER
+from scheduler_tools.bench.load_services import POLL_S
+from scheduler_tools.bench.load_services import LoadService
+from scheduler_tools.bench.load_services import settle
 
 LOG = logging.getLogger(__name__)
 
@@ -155,26 +161,6 @@ SMOKE = {'hosts': [20], 'callers': [2, 8], 'instances': [1, 10],
          'time_budget_s': 5.0, 'warmup': 3, 'server_timeout': 60.0,
          'call_timeout': 30}
 
-# RAM of the generated hosts is divided by this (16 to 128 GiB).
-RAM_DIVISOR = 4
-# The driver's INFO line on a lost race.
-LOST_RACE_MARKER = filter_scheduler.LOST_RACE
-# SchedulerService.start's INFO line, once per worker.
-SERVING_MARKER = ' serving topic '
-ERROR_MARKER = ' ERROR '
-# Loggers the services log at INFO whatever QUIET_LOG_LEVELS say.
-SERVICE_LOG_LEVELS = ['scheduler.drivers.filter_scheduler=INFO',
-                      'scheduler.server.service=INFO']
-LOG_FILE = 'scheduler.log'
-HEARTBEAT_INTERVAL_S = inprocess.HEARTBEAT_INTERVAL_S
-REQUEST_CHUNK = 200
-POLL_S = 0.5
-# Claims released per transaction between phases.
-RELEASE_CHUNK = 5000
-# The services are idle when their CPU time grows by less than this
-# share of one core over SETTLE_POLL_S.
-IDLE_CPU_SHARE = 0.05
-SETTLE_POLL_S = 0.5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,340 +176,6 @@ class Topology:
 TOPOLOGIES = (Topology('workers', 1, 2), Topology('services', 2, 1))
 
 
-# ------------------------------------------------------------------ fleet --
-
-def load_hosts(count, seed=0, ram_divisor=RAM_DIVISOR):
-    """``workload.generate_hosts(count, seed)`` with the RAM (total and
-    used, MiB) divided by ``ram_divisor``: a fleet that a few hundred
-    requests fill."""
-    hosts = []
-    for host in workload.generate_hosts(count, seed):
-        spec = dataclasses.replace(
-            host.spec, memory_mb=host.spec.memory_mb // ram_divisor)
-        hosts.append(dataclasses.replace(
-            host, spec=spec,
-            memory_mb_used=host.memory_mb_used // ram_divisor))
-    return hosts
-
-
-def remove_load(ctx, seeded):
-    """Delete the claims on the seeded compute nodes, then the seeded
-    rows (``seed.remove_seeded``)."""
-    table = claim_sql.CLAIMS
-    ids = seeded.compute_node_ids
-    with db.context_manager.writer.using(ctx) as session:
-        for start in range(0, len(ids), seed.INSERT_CHUNK):
-            session.execute(sa.delete(table).where(
-                table.c.compute_node_id.in_(
-                    ids[start:start + seed.INSERT_CHUNK])))
-    seed.remove_seeded(ctx, seeded)
-
-
-def release_claims(ctx, chunk=RELEASE_CHUNK):
-    """Release every live claim (``claims.release_many``, ``chunk`` at a
-    time): the claimed amounts go back to their nodes, whose rows the
-    services' views then read as changed.  Returns the claims
-    released."""
-    uuids = [row['instance_uuid'] for row in claims.get_claims(ctx)]
-    released = 0
-    for start in range(0, len(uuids), chunk):
-        released += claims.release_many(ctx, uuids[start:start + chunk])
-    return released
-
-
-def fleet_totals(ctx):
-    """Sums over the live compute nodes, per resource of
-    ``claim_sql.RESOURCES`` (``vcpus``, ``memory_mb`` in MiB, ``disk_gb`` in
-    GiB): ``{'fleet_<name>_used': reported usage, 'fleet_<name>_claimed':
-    claims, 'fleet_<name>_capacity': total times the allocation ratio
-    claims use (float)}``."""
-    node = db.COMPUTE_NODES.c
-    columns = [node.id]
-    for resource in claim_sql.RESOURCES:
-        columns += [node[resource.total], node[resource.used],
-                    node[resource.claimed], node[resource.ratio]]
-    with db.context_manager.reader.using(ctx) as session:
-        rows = session.execute(sa.select(*columns).where(
-            node.deleted == 0)).mappings().all()
-    totals = {}
-    for resource in claim_sql.RESOURCES:
-        prefix = 'fleet_%s_' % resource.name
-        totals[prefix + 'used'] = sum(row[resource.used] or 0
-                                      for row in rows)
-        totals[prefix + 'claimed'] = sum(row[resource.claimed] or 0
-                                         for row in rows)
-        totals[prefix + 'capacity'] = round(sum(
-            (row[resource.total] or 0) * host_state.resolve_allocation_ratio(
-                resource.ratio, row[resource.ratio]) for row in rows), 1)
-    return totals
-
-
-def verify(ctx, placed):
-    """What the database says after the load: ``claims`` (live claim
-    rows), ``overcommitted`` (``claims.overcommitted_nodes``),
-    ``unbalanced`` (``claims.unbalanced_nodes``), ``claims_match``
-    (claims == ``placed`` instances) and ``fleet_totals``."""
-    found = {'claims': claims.claims_count(ctx),
-             'overcommitted': claims.overcommitted_nodes(ctx),
-             'unbalanced': claims.unbalanced_nodes(ctx)}
-    found['claims_match'] = found['claims'] == placed
-    found.update(fleet_totals(ctx))
-    return found
-
-
-# --------------------------------------------------------------- services --
-
-def service_config(transport_url, db_url, host, exchange, workers,
-                   log_file):
-    """The configuration file text of one service under load: the
-    benchmark's filters and weighers, ``workers`` workers, claims on,
-    INFO log of the claim loop in ``log_file``."""
-    return endtoend.service_config(
-        transport_url, db_url, host, exchange,
-        scheduler_lines=['workers = %d' % workers, 'claim_resources = True'],
-        log_file=log_file, log_levels=SERVICE_LOG_LEVELS)
-
-
-class LoadService(endtoend.ServiceProcess):
-    """A ``scheduler-service`` of ``workers`` workers in its own session
-    (``stop`` also kills what is left of its process group), logging to
-    ``log_file``; stdout and stderr go to ``log_path``."""
-
-    new_session = True
-
-    def __init__(self, workdir, transport_url, db_url, host, exchange,
-                 workers):
-        self.host = host
-        self.workers = workers
-        self.log_file = os.path.join(workdir, LOG_FILE)
-        super().__init__(workdir, service_config(
-            transport_url, db_url, host, exchange, workers, self.log_file))
-
-    def log_text(self):
-        try:
-            with open(self.log_file, errors='replace') as stream:
-                return stream.read()
-        except OSError:
-            return ''
-
-    def count(self, marker):
-        """Lines of the log file holding ``marker``."""
-        return sum(marker in line for line in self.log_text().splitlines())
-
-    def log_tail(self, chars=4000):
-        return (super().log_tail(chars) + '\n' +
-                self.log_text()[-chars:]).strip()
-
-    def wait_ready(self, transport, ctx, timeout_s):
-        """Every worker logged that it serves the topic, and the topic
-        answers a ping.
-
-        :raises BenchError: it exited or was not ready in ``timeout_s``.
-        """
-        deadline = time.monotonic() + timeout_s
-        while self.count(SERVING_MARKER) < self.workers:
-            if self.process.poll() is not None:
-                raise BenchError('scheduler-service exited with status %s:'
-                                 '\n%s' % (self.process.returncode,
-                                           self.log_tail()))
-            if time.monotonic() > deadline:
-                raise BenchError('%d worker(s) of scheduler-service did not '
-                                 'start within %.0f s:\n%s' % (
-                                     self.workers, timeout_s,
-                                     self.log_tail()))
-            time.sleep(POLL_S / 5)
-        return super().wait_ready(transport, ctx, max(
-            1.0, deadline - time.monotonic()))
-
-    @property
-    def alive(self):
-        return self.process is not None and self.process.poll() is None
-
-    def stop(self):
-        status = super().stop()
-        if self.process is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-        return status
-
-
-# ---------------------------------------------------------------- callers --
-
-class RequestFeed:
-    """The workload's requests of ``instances`` instances, made
-    ``REQUEST_CHUNK`` at a time (streams ``load-0``, ``load-1``...), at
-    most ``limit``; ``next()`` is thread-safe and gives None at the
-    end.  With ``uuid_tag``, each request gets instance uuids of its own
-    (``phase_uuids``): the same requests for every tag, new instances."""
-
-    def __init__(self, bench, instances, limit, uuid_tag=None):
-        self.bench = bench
-        self.instances = instances
-        self.limit = limit
-        self.uuid_tag = uuid_tag
-        self.issued = 0
-        self._chunks = 0
-        self._buffer = collections.deque()
-        self._lock = threading.Lock()
-
-    def next(self):
-        with self._lock:
-            if self.issued >= self.limit:
-                return None
-            if not self._buffer:
-                count = min(REQUEST_CHUNK, self.limit - self.issued)
-                requests = self.bench.requests(
-                    self.instances, count, 'load-%d' % self._chunks)
-                if self.uuid_tag is not None:
-                    requests = [phase_uuids(request, self.uuid_tag)
-                                for request in requests]
-                self._buffer.extend(requests)
-                self._chunks += 1
-            self.issued += 1
-            return self._buffer.popleft()
-
-
-def phase_uuids(request, tag):
-    """``request`` (a ``workload.BenchRequest``, changed in place) with
-    its instance uuids replaced by ones derived from them and ``tag``
-    (uuid5: deterministic, distinct per tag)."""
-    request.instance_uuids = [
-        str(uuid.uuid5(uuid.NAMESPACE_OID, '%s:%s' % (tag, instance)))
-        for instance in request.instance_uuids]
-    request.spec.instance_uuid = request.instance_uuids[0]
-    return request
-
-
-@dataclasses.dataclass
-class CallerResult:
-    """What callers saw: ``timings`` of the calls answered with a
-    Selection or NoValidHost, ``placed`` instances, ``refused`` calls
-    (the service's DatabaseUnavailable: not timed, not errors),
-    ``timeouts`` (also counted in ``timings.errors``), the first error's
-    text and ``last_placement_s``, when the last instance was placed (s
-    since the phase started; None without placements)."""
-
-    timings: inprocess.Timings = dataclasses.field(
-        default_factory=inprocess.Timings)
-    placed: int = 0
-    refused: int = 0
-    timeouts: int = 0
-    first_error: str | None = None
-    last_placement_s: float | None = None
-
-    def merge(self, other):
-        self.timings.merge(other.timings)
-        self.placed += other.placed
-        self.refused += other.refused
-        self.timeouts += other.timeouts
-        self.first_error = self.first_error or other.first_error
-        if other.last_placement_s is not None:
-            self.last_placement_s = max(self.last_placement_s or 0.0,
-                                        other.last_placement_s)
-
-
-def drive(decide, feed, callers, deadline, stop, progress=None):
-    """Call ``decide(request)`` from ``callers`` threads, each back to
-    back, until the feed ends, ``time.monotonic()`` passes ``deadline``
-    or ``stop`` (an Event) is set.
-
-    ``decide`` returns the instances placed; NoValidHost is an answer;
-    DatabaseUnavailable, the service's refusal of a decision that waited
-    past its ``decision_timeout``, is counted in ``refused`` and not
-    timed; MessagingTimeout and any other exception are errors (counted,
-    the caller goes on).  Returns the callers' merged CallerResult; its
-    ``timings.busy_s`` is the wall time of the phase in s and
-    ``timings.truncated`` whether the deadline or ``stop`` ended it.
-    """
-    results = [CallerResult() for _ in range(callers)]
-    started = time.monotonic()
-
-    def caller(result):
-        timings = result.timings
-        while True:
-            if stop.is_set() or time.monotonic() >= deadline:
-                timings.truncated = True
-                return
-            request = feed.next()
-            if request is None:
-                return
-            begin = time.perf_counter()
-            try:
-                placed = decide(request)
-            except exception.NoValidHost:
-                timings.no_valid_host += 1
-            except exception.DatabaseUnavailable:
-                result.refused += 1
-                if progress is not None:
-                    progress.update(1)
-                continue
-            except Exception as exc:
-                timings.errors += 1
-                if isinstance(exc, messaging.MessagingTimeout):
-                    result.timeouts += 1
-                if result.first_error is None:
-                    result.first_error = '%s: %s' % (type(exc).__name__,
-                                                     exc)
-                LOG.warning('select_destinations failed: %s', exc)
-                continue
-            else:
-                if placed:
-                    result.placed += placed
-                    result.last_placement_s = time.monotonic() - started
-            timings.latencies_ms.append(
-                (time.perf_counter() - begin) * 1000.0)
-            if progress is not None:
-                progress.update(1)
-
-    threads = [threading.Thread(target=caller, args=(result,),
-                                name='load-caller-%d' % index, daemon=True)
-               for index, result in enumerate(results)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    total = CallerResult()
-    for result in results:
-        total.merge(result)
-    total.timings.busy_s = time.monotonic() - started
-    return total
-
-
-@contextlib.contextmanager
-def heartbeats(interval_s=HEARTBEAT_INTERVAL_S):
-    """Keep the compute services up (``seed.heartbeat_services`` every
-    ``interval_s`` seconds) in a thread of its own while in the block."""
-    done = threading.Event()
-    ctx = scheduler_context.get_admin_context()
-
-    def beat():
-        while not done.is_set():
-            try:
-                seed.heartbeat_services(ctx)
-            except Exception as exc:
-                LOG.warning('heartbeat failed: %s', exc)
-            done.wait(interval_s)
-
-    thread = threading.Thread(target=beat, name='load-heartbeat',
-                              daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        done.set()
-        thread.join()
-
-
-def _watch(services, stop, threads_done):
-    """Set ``stop`` when a service exits before ``threads_done``."""
-    while not threads_done.wait(POLL_S):
-        if not all(service.alive for service in services):
-            LOG.warning('a scheduler-service exited during the load')
-            stop.set()
-            return
-
-
-# ---------------------------------------------------------------- the run --
 
 def run(hosts_count, settings, transport_url, admin_url=None, emit=None,
         topologies=TOPOLOGIES):
@@ -747,152 +399,14 @@ def _phase(ctx, decide, services, bench, hosts_count, callers, instances,
     return row
 
 
-def settle(services, timeout_s, poll_s=SETTLE_POLL_S,
-           idle_share=IDLE_CPU_SHARE):
-    """Wait until the services are idle: their CPU time (processes and
-    children) grew by less than ``idle_share`` of a core over ``poll_s``,
-    or ``timeout_s`` passed.  Returns the seconds waited."""
-    started = time.monotonic()
-    before = _cpu_s(services)
-    while before is not None:
-        time.sleep(poll_s)
-        now = _cpu_s(services)
-        if now is None or now - before < idle_share * poll_s:
-            break
-        if time.monotonic() - started >= timeout_s:
-            break
-        before = now
-    return time.monotonic() - started
-
-
-def _cpu_s(services):
-    """The CPU seconds of the live services, or None when none can be
-    read."""
-    found = [report.cpu_s(service.process.pid) for service in services
-             if service.alive]
-    found = [value for value in found if value is not None]
-    return sum(found) if found else None
+def _watch(services, stop, threads_done):
+    """Set ``stop`` when a service exits before ``threads_done``."""
+    while not threads_done.wait(POLL_S):
+        if not all(service.alive for service in services):
+            LOG.warning('a scheduler-service exited during the load')
+            stop.set()
+            return
 
 
 def _round(value, digits=2):
     return None if value is None else round(value, digits)
-
-
-# ------------------------------------------------------------------ table --
-
-TABLE_WIDTH = 120
-
-
-def _ms(value):
-    """A latency in ms: 2 decimals below 10, 1 below 1,000, else none."""
-    if value is None:
-        return '-'
-    if value < 10:
-        return '%.2f' % value
-    if value < 1000:
-        return '%.1f' % value
-    return '{:,.0f}'.format(value)
-
-
-def _rate(value):
-    """A rate per second: 2 decimals below 1, 1 below 100, else none."""
-    if value is None:
-        return '-'
-    if value < 1:
-        return '%.2f' % value
-    if value < 100:
-        return '%.1f' % value
-    return '{:,.0f}'.format(value)
-
-
-def _share_of(row, name):
-    """Reported usage plus claims of resource ``name`` as a percentage of
-    the fleet's capacity."""
-    prefix = 'fleet_%s_' % name
-    capacity = row.get(prefix + 'capacity')
-    if not capacity:
-        return '-'
-    return '%.0f%%' % (100.0 * (row[prefix + 'used'] +
-                                row[prefix + 'claimed']) / capacity)
-
-
-def _table(title, caption, columns):
-    from rich import box
-    from rich.table import Table
-
-    table = Table(title=title, caption=caption, box=box.SIMPLE_HEAD,
-                  pad_edge=False, collapse_padding=True)
-    for name in columns:
-        table.add_column(name, justify='left' if name in ('mode', 'topology')
-                         else 'right', no_wrap=True)
-    return table
-
-
-def print_table(rows, console=None):
-    """Print the load rows as two rich tables of at most ``TABLE_WIDTH``
-    columns, a line per phase: the load at the callers beside the floor,
-    then the calls and what the database holds after the phase."""
-    from rich.console import Console
-
-    if console is None:
-        console = Console(width=None if sys.stdout.isatty() else TABLE_WIDTH)
-    table = _table(
-        'scheduler-bench load: select_destinations under concurrent callers',
-        'topology: workers = 1 service x 2 workers, services = 2 services '
-        'x 1 worker; inst = instances per request; dec/s = calls answered '
-        '(Selection or NoValidHost) per second, inst/s = instances placed '
-        'per second; latency in ms at the caller; no-op = a call that does '
-        'nothing on the same broker, as many callers, same run (the '
-        'floor); % no-op = dec/s over no-op/s; lost = races lost to '
-        'another scheduler; refused = calls the service refused past its '
-        'decision_timeout',
-        ('mode', 'hosts', 'topology', 'callers', 'inst', 'dec/s', 'inst/s',
-         'p50', 'p99', 'no-op/s', 'no-op\np50', '%\nno-op', 'lost\nraces',
-         'refused', 'verified'))
-    for row in rows:
-        table.add_row(
-            row['mode'], '{:,}'.format(row['hosts']), row['topology'],
-            str(row['callers']), '{:,}'.format(row['instances']),
-            _rate(row['decisions_per_s']), _rate(row['instances_per_s']),
-            _ms(row['p50_ms']), _ms(row['p99_ms']),
-            _rate(row.get('noop_calls_per_s')), _ms(row.get('noop_p50_ms')),
-            report._fmt(row.get('share_of_noop')), str(row['lost_races']),
-            str(row.get('refused', 0)),
-            '[green]yes[/]' if row['verified'] else '[red]no[/]')
-    console.print(table)
-    table = _table(
-        'per phase: the calls, and the claims in the database after them',
-        'calls answered (* stopped by --time-budget); last placed: s into '
-        'the phase when the last instance was placed; RAM: the fleet\'s '
-        'reported usage + claims over its capacity (total x allocation '
-        'ratio); nodes overcommitted, nodes with unbalanced claims',
-        ('hosts', 'topology', 'callers', 'inst', 'calls', 'placed',
-         'NoValid\nHost', 'errors', 'p95', 'last\nplaced', 'claims', 'RAM',
-         'over-\ncommit', 'unbal-\nanced'))
-    for row in rows:
-        calls = '{:,}'.format(row['requests'])
-        if row.get('truncated'):
-            calls += '*'
-        table.add_row(
-            '{:,}'.format(row['hosts']), row['topology'],
-            str(row['callers']), '{:,}'.format(row['instances']), calls,
-            '{:,}'.format(row['placed']),
-            '{:,}'.format(row['no_valid_host']),
-            '%d (%d t/o)' % (row['errors'], row['timeouts'])
-            if row['errors'] else '0',
-            _ms(row['p95_ms']), report._fmt(row['last_placement_s']),
-            '{:,}'.format(row['claims']), _share_of(row, 'memory_mb'),
-            str(len(row['overcommitted'])), str(len(row['unbalanced'])))
-    console.print(table)
-    for row in rows:
-        if row.get('first_error'):
-            console.print('%s, %d callers x%d: first error: %s' % (
-                row['topology'], row['callers'], row['instances'],
-                row['first_error'][:200]))
-    dirs = []
-    for row in rows:
-        for path in row.get('log_dirs') or ():
-            if path not in dirs:
-                dirs.append(path)
-    if dirs:
-        console.print('service logs kept in %s' % ', '.join(dirs))

@@ -74,7 +74,9 @@ from scheduler_tools import databases
 from scheduler_tools.bench import endtoend
 from scheduler_tools.bench import inprocess
 from scheduler_tools.bench import load
+from scheduler_tools.bench import load_table
 from scheduler_tools.bench import placement
+from scheduler_tools.bench import placement_table
 from scheduler_tools.bench import report
 from scheduler_tools.bench import workload
 
@@ -309,9 +311,9 @@ def main(argv=None):
         report.print_table([row for row in rows if row['mode'] not in (
             bench.LOAD, bench.PLACEMENT)])
     if loaded:
-        load.print_table(loaded)
+        load_table.print_table(loaded)
     if compared:
-        placement.print_table(compared)
+        placement_table.print_table(compared)
     if settings.output:
         print('Wrote %d row(s) to %s' % (len(rows), settings.output))
     if settings.profile_dir:

@@ -35,6 +35,7 @@ from scheduler import config
 from scheduler.conf import CONF
 from scheduler_tools.replay import agent
 from scheduler_tools.replay import fleet
+from scheduler_tools.replay import options
 from scheduler_tools.replay import report
 from scheduler_tools.replay import runner
 from scheduler_tools.replay import trace
@@ -51,7 +52,7 @@ EXPECTED_ERRORS = (runner.ReplayError, fleet.FleetError, trace.TraceError,
 
 
 def _parse(argv):
-    runner.register_opts(CONF)
+    options.register_opts(CONF)
     logging.set_defaults(default_log_levels=(
         logging.get_default_log_levels() + QUIET_LOG_LEVELS))
     config.parse_args(sys.argv[1:] if argv is None else argv)
@@ -70,7 +71,7 @@ def main(argv=None):
     print the figures; return the exit status."""
     _parse(argv)
     try:
-        settings = runner.Settings(CONF)
+        settings = options.Settings(CONF)
         result = runner.run(settings)
     except EXPECTED_ERRORS as exc:
         print('scheduler-replay: error: %s' % exc, file=sys.stderr)

@@ -43,6 +43,8 @@ from scheduler.conf import CONF
 from scheduler_tools import bench
 from scheduler_tools import databases
 from scheduler_tools.bench import soak
+from scheduler_tools.bench import soak_report
+from scheduler_tools.bench import soak_settings
 from scheduler_tools.bench import workload
 
 SOAK_OPTS = [
@@ -122,11 +124,11 @@ def register_opts(conf=CONF):
 
 
 def settings_from(conf=CONF):
-    """A ``soak.SoakSettings`` from the parsed options."""
+    """A ``soak_settings.SoakSettings`` from the parsed options."""
     if conf.soak_database_connection and conf.soak_admin_connection:
         raise bench.BenchError('give --database-connection or '
                                '--admin-connection, not both')
-    return soak.SoakSettings(
+    return soak_settings.SoakSettings(
         hosts=conf.soak_hosts, duration_s=conf.soak_duration,
         sample_interval_s=conf.soak_sample_interval,
         warmup_s=conf.soak_warmup, callers=conf.soak_callers,
@@ -163,11 +165,11 @@ def main(argv=None):
     except EXPECTED_ERRORS as exc:
         print('scheduler-soak: error: %s' % exc, file=sys.stderr)
         return 2
-    soak.print_summary(summary)
+    soak_report.print_summary(summary)
     if not summary['verified']:
         print('scheduler-soak: error: the soak failed (see "checks" in %s)'
               % os.path.join(os.path.dirname(summary['plot']),
-                             soak.SUMMARY_FILE), file=sys.stderr)
+                             soak_settings.SUMMARY_FILE), file=sys.stderr)
         return 1
     return 0
 

@@ -43,10 +43,16 @@ Layout:
     The output: rich tables, JSON and a matplotlib plot.
 ``broker``
     The embedded deployment's in-memory message broker.
+``options``
+    The replay's command-line options and the settings read from them,
+    the generated fleet's size and shape.
+``deployment``
+    The embedded and external deployments: the database, the transport
+    and the embedded service.
 ``runner``
-    The replay's options, the embedded and external deployments, the
-    heartbeat thread and the run; the module docstring says why
-    placements are deterministic.
+    The run: the trace read, the fleet seeded, the heartbeat thread, the
+    replay and its outputs; the module docstring says why placements are
+    deterministic.
 ``data/``
     ``azure-v1-slice.csv.gz``, the first 3,000 VMs of the Azure 2017
     trace (CC BY 4.0; ``data/SOURCE.rst`` gives its source, attribution

@@ -21,7 +21,7 @@ A fleet CSV has one compute node per row and a header line.  Columns:
 
 ``generate_fleet`` builds a homogeneous fleet from a host shape
 ``vcpus:memory_mb:local_gb`` (e.g. ``64:262144:2000``; without
-``local_gb`` the replay chooses the disk, see ``runner``), hosts named
+``local_gb`` the replay chooses the disk, see ``options``), hosts named
 ``compute-0001``, ``compute-0002``, ... (node name = host name).
 
 A fleet is a list of ``scheduler_tools.seed.HostSpec``; the seeder

@@ -40,7 +40,7 @@ from scheduler.weights import ram as ram_weigher
 from scheduler.weights import weighing
 from scheduler_tools import seed
 from scheduler_tools import writers
-from scheduler_tools.bench import load
+from scheduler_tools.bench import load_fleet
 from scheduler_tools.bench import workload
 
 MULTIPLIERS = st.fixed_dictionaries({
@@ -98,7 +98,7 @@ def _outcome(selections):
 
 def _run(url, case):
     ctx = seed.use_database(url)
-    hosts = load.load_hosts(case['hosts'], case['fleet_seed'],
+    hosts = load_fleet.load_hosts(case['hosts'], case['fleet_seed'],
                             case.get('ram_divisor', 1))
     workload.seed_hosts(ctx, hosts)
     driver = drivers.load_driver(ctx, name='filter_scheduler')

@@ -115,9 +115,9 @@ def database_urls(tmp_path_factory):
 
 
 def _driver(url, hosts=40, ram_divisor=16):
-    from scheduler_tools.bench import load
+    from scheduler_tools.bench import load_fleet
     ctx = seed.use_database(url)
-    fleet = load.load_hosts(hosts, 5, ram_divisor)
+    fleet = load_fleet.load_hosts(hosts, 5, ram_divisor)
     workload.seed_hosts(ctx, fleet)
     return ctx, drivers.load_driver(ctx, name='filter_scheduler'), fleet
 

@@ -18,6 +18,8 @@ from oslo_config import cfg
 
 from scheduler_tools.replay import broker
 from scheduler_tools.replay import capacity
+from scheduler_tools.replay import deployment
+from scheduler_tools.replay import options
 from scheduler_tools.replay import runner
 from scheduler_tools.replay import trace
 
@@ -36,16 +38,16 @@ def _requests(*sizes):
 
 def test_a_shape_without_a_disk_gets_one_for_every_vm_at_once():
     diskless = _requests((1, 1024, 0), (2, 2048, 0))
-    assert runner.generated_shape((80, 184320, None), diskless) == (
+    assert options.generated_shape((80, 184320, None), diskless) == (
         80, 184320, 1)
     disks = _requests((1, 1024, 10), (2, 2048, 25))
-    assert runner.generated_shape((80, 184320, None), disks) == (
+    assert options.generated_shape((80, 184320, None), disks) == (
         80, 184320, 35)
-    assert runner.generated_shape((8, 1024, 500), disks) == (8, 1024, 500)
+    assert options.generated_shape((8, 1024, 500), disks) == (8, 1024, 500)
 
 
 def _settings(**values):
-    settings = object.__new__(runner.Settings)
+    settings = object.__new__(options.Settings)
     defaults = dict(fleet=None, no_seed=False, seed_only=False, hosts=24,
                     hosts_factor=None, host_shape=(8, 8192, None))
     settings.__dict__.update(defaults, **values)
@@ -109,7 +111,7 @@ def test_announce_prints_the_bound_of_the_trace():
 
 def test_messaging_defaults_yield_to_the_configuration():
     conf = cfg.ConfigOpts()
-    runner._register_messaging_opts(conf)
+    deployment._register_messaging_opts(conf)
     conf.set_default('executor_thread_pool_size', 4)
     conf([])
     assert conf.executor_thread_pool_size == 4
