@@ -17,7 +17,7 @@ callers value has its own floor (the no-op call), the same in both
 topologies.
 
 The option handling, the rows and the tables are checked without servers
-in ``tests/unit/test_bench_load.py``.
+in ``tests/unit/bench/test_bench_load.py``.
 """
 
 import subprocess
