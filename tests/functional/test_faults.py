@@ -21,7 +21,7 @@ too: ``_print_figures``):
   once the database is back;
 * a compute service that stops heart-beating drops out of the
   placements after ``service_down_time``, and comes back with its next
-  heartbeat (written with ``scheduler.db.writers.service_heartbeat``, which
+  heartbeat (written with ``scheduler.db.hosts.service_heartbeat``, which
   moves ``updated_at`` as a compute service does).
 
 Broken servers are the test's own (``private_server``, set up before
