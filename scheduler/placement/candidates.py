@@ -38,6 +38,10 @@ from typing import Any
 
 import numpy as np
 
+# Placement's largest inventory field (``db_const.MAX_INT``: 32-bit
+# columns); a query may ask more, which no provider can give.
+MAX_INT = 2 ** 31 - 1
+
 
 @dataclasses.dataclass(frozen=True)
 class Inventory:
@@ -133,6 +137,9 @@ class _Column:
         self.used[row] = provider.usages.get(self.rc, 0)
 
     def fits(self, amount: int) -> np.ndarray:
+        if amount > MAX_INT:
+            # No inventory holds it (and NumPy's int64 may not either).
+            return np.zeros_like(self.has)
         return (self.has & (self.min_unit <= amount) &
                 (self.max_unit >= amount) &
                 (amount % self.step_size == 0) &

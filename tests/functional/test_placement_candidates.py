@@ -253,3 +253,37 @@ def test_what_children_cannot_serve_equals_placements(
               else 'in memory, no candidate')
         assert _requests_within(ours, mine) == _requests_within(
             reply.json(), mine), params
+
+
+# -- amounts beyond Placement's integers ------------------------------------
+
+# Placement stores inventories and allocations in 32-bit columns
+# (``MAX_INT``); a query may still ask more, up to any integer.
+HUGE_AMOUNTS = (2 ** 31 - 1, 2 ** 31, 2 ** 63 - 1, 2 ** 63, 10 ** 20)
+
+
+@pytest.mark.parametrize('amount', HUGE_AMOUNTS)
+def test_an_amount_beyond_any_inventory_answers_as_placement(
+        placement_server, placement_db, amount):
+    """A query asking more than any inventory can hold, even beyond
+    64-bit integers, gets Placement's answer: no candidate (ours used
+    to raise OverflowError, an error the caller could not read)."""
+    api = PlacementAPI(placement_server.url, microversion=MICROVERSION)
+    provider = candidates.Provider(
+        uuid=str(uuid.uuid4()), name='huge-%s' % uuid.uuid4().hex[:12],
+        inventories={'VCPU': candidates.Inventory(total=8),
+                     'MEMORY_MB': candidates.Inventory(total=4096)})
+    api.add_provider(provider)
+    with placement_db.connect() as connection:
+        read = [p for p in database.read_providers(connection)
+                if p.uuid == provider.uuid]
+    table = candidates.ProviderTable(read)
+    for resources in ('VCPU:%d' % amount, 'VCPU:1,MEMORY_MB:%d' % amount):
+        params = {'resources': resources}
+        reply = api.client.get('/allocation_candidates', params=params)
+        assert reply.status_code == 200, (params, reply.text[:300])
+        group = query.Request.from_query(params).groups['']
+        ours = candidates.allocation_candidates(table, group)
+        mine = {provider.uuid}
+        assert _ours_only(ours, mine) == _ours_only(reply.json(), mine)
+        assert ours['allocation_requests'] == []
