@@ -111,7 +111,6 @@ Its parts: ``load_fleet`` (the fleet and the database's checks),
 """
 
 import dataclasses
-import shutil
 import tempfile
 import threading
 import time
@@ -145,6 +144,7 @@ from scheduler_tools.bench.load_services import LOST_RACE_MARKER
 from scheduler_tools.bench.load_services import POLL_S
 from scheduler_tools.bench.load_services import LoadService
 from scheduler_tools.bench.load_services import settle
+from scheduler_tools.bench.load_services import stop_all
 
 LOG = logging.getLogger(__name__)
 
@@ -342,10 +342,7 @@ def _load(ctx, topology, hosts, seed_s, settings, transport_url, db_url,
                 break
         return rows
     finally:
-        for service in services:
-            service.stop()
-            if not keep:
-                shutil.rmtree(service.workdir, ignore_errors=True)
+        stop_all(services, keep)
         if transport is not None:
             transport.cleanup()
         CONF.clear_override('control_exchange')

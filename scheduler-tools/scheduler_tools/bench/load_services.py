@@ -4,6 +4,7 @@ readiness, its stop) and ``settle``, which waits until they are idle."""
 
 import contextlib
 import os
+import shutil
 import signal
 import time
 
@@ -100,6 +101,15 @@ class LoadService(endtoend.ServiceProcess):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.process.pid, signal.SIGKILL)
         return status
+
+
+def stop_all(services, keep=False):
+    """Stop ``services``; remove their work directories (logs, config)
+    unless ``keep``."""
+    for service in services:
+        service.stop()
+        if not keep:
+            shutil.rmtree(service.workdir, ignore_errors=True)
 
 
 def settle(services, timeout_s, poll_s=SETTLE_POLL_S,

@@ -92,7 +92,6 @@ PNG.  The output directory gets ``samples.jsonl``, ``soak.png`` and
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import tempfile
 import time
@@ -210,10 +209,7 @@ def _soak(ctx, hosts, seed_s, settings, db_url):
         soak_report.write_summary(settings, summary)
         return summary, casts
     finally:
-        for service in services:
-            service.stop()
-            if not keep:
-                shutil.rmtree(service.workdir, ignore_errors=True)
+        load_services.stop_all(services, keep)
         if transport is not None:
             transport.cleanup()
         if engine is not None:
