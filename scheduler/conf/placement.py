@@ -48,6 +48,11 @@ placement_database_opts = [
 ]
 
 DEFAULT_SERVICE_TYPE = 'placement'
+# Seconds a request to Placement may take (keystoneauth1's session
+# ``timeout``, which has none by default): below ``[scheduler]
+# decision_timeout`` (10 s), so a Placement that accepts a request and
+# never answers fails the claim instead of holding the decision.
+DEFAULT_TIMEOUT = 5.0
 
 
 def _adapter_opts():
@@ -64,6 +69,7 @@ def register_opts(conf):
                      group=placement_group.name)
     conf.set_default('valid_interfaces', ['internal', 'public'],
                      group=placement_group.name)
+    conf.set_default('timeout', DEFAULT_TIMEOUT, group=placement_group.name)
     conf.register_group(placement_database_group)
     conf.register_opts(placement_database_opts,
                        group=placement_database_group)

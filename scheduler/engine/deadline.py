@@ -2,9 +2,10 @@
 
 ``run`` runs each ``select_destinations`` decision on a thread of its
 own while the RPC thread waits for it, up to ``[scheduler]
-decision_timeout`` seconds.  Past that, a decision still computing (its
+decision_timeout`` seconds.  Past that, a decision still moving (its
 thread used CPU over the last ``PROGRESS_WINDOW`` s: a request for
-thousands of instances) is waited for; a decision that is waiting (on
+thousands of instances; or a call to another service came back: their
+claims in Placement) is waited for; a decision that is waiting (on
 the database, or on the view's lock another stalled decision holds) is
 *abandoned*: the caller gets DatabaseUnavailable at once, and the
 decision, whenever the database answers again, commits no claim:
@@ -20,6 +21,10 @@ never gets an error for claims that stay, nor an answer for claims that
 were released.  The database server bounds its own statements and lock
 waits too (``scheduler.db.timeouts``); this bound holds when the server
 cannot (a frozen server, a network that drops packets).
+
+The error names what the decisions wait on: a call to another service
+in flight (``outside``: Placement's API) is blamed with that service's
+error (PlacementUnavailable), else the database is (DatabaseUnavailable).
 """
 
 from __future__ import annotations
@@ -43,6 +48,18 @@ LOG = logging.getLogger(__name__)
 PROGRESS_WINDOW = 0.5
 # The CPU share of one core, over PROGRESS_WINDOW, above which it does.
 PROGRESS_SHARE = 0.05
+
+
+# The calls to other services in flight: key -> (error class, name,
+# monotonic start); the oldest is blamed when a decision is abandoned.
+_outside: dict[object, tuple[Callable[..., Exception], str, float]] = {}
+_outside_lock = threading.Lock()
+# When the last of those calls came back (monotonic): a decision whose
+# calls keep coming back is moving, as one that computes is.
+_answered = float('-inf')
+# Seconds since the last answer of another service within which a
+# decision waiting on the next one counts as moving.
+ANSWER_WINDOW = 2.0
 
 
 class Abandoned(Exception):
@@ -122,6 +139,38 @@ def finish() -> bool:
     return deadline.finish() if deadline is not None else True
 
 
+@contextlib.contextmanager
+def outside(name: str, error: Callable[..., Exception]
+            ) -> Iterator[None]:
+    """A call to another service (``name``, e.g. "Placement") is in
+    flight for the block: a decision abandoned meanwhile is answered
+    ``error(reason=...)`` naming it instead of DatabaseUnavailable."""
+    global _answered
+    key = object()
+    with _outside_lock:
+        _outside[key] = (error, name, time.monotonic())
+    try:
+        yield
+    finally:
+        with _outside_lock:
+            del _outside[key]
+            _answered = time.monotonic()
+
+
+def _blamed(seconds: float) -> Exception:
+    """The error of an abandoned decision: the oldest call to another
+    service in flight, else the database's."""
+    with _outside_lock:
+        oldest = min(_outside.values(), key=lambda call: call[2],
+                     default=None)
+    if oldest is not None:
+        error, name, _since = oldest
+        return error(reason='%s did not answer within %.0f s '
+                            '(decision_timeout)' % (name, seconds))
+    return exception.DatabaseUnavailable(
+        reason='no answer within %.0f s (decision_timeout)' % seconds)
+
+
 def _cpu_seconds(thread_id: int) -> float | None:
     for thread in psutil.Process().threads():
         if thread.id == thread_id:
@@ -130,15 +179,18 @@ def _cpu_seconds(thread_id: int) -> float | None:
 
 
 def _computing(deadline: Deadline) -> bool:
-    """Whether the decision's thread used CPU over the next
-    ``PROGRESS_WINDOW`` s (False when it has not started)."""
+    """Whether the decision is moving over the next ``PROGRESS_WINDOW``
+    s: its thread used CPU, or a call to another service came back
+    within the last ``ANSWER_WINDOW`` s (the claims of a large request);
+    False when it has not started."""
     if deadline.thread_id is None:
         return False
     before = _cpu_seconds(deadline.thread_id)
     time.sleep(PROGRESS_WINDOW)
     after = _cpu_seconds(deadline.thread_id)
-    return (before is not None and after is not None and
-            after - before > PROGRESS_SHARE * PROGRESS_WINDOW)
+    return (time.monotonic() - _answered < ANSWER_WINDOW or (
+        before is not None and after is not None and
+        after - before > PROGRESS_SHARE * PROGRESS_WINDOW))
 
 
 class _Decision(threading.Thread):
@@ -173,8 +225,9 @@ class _Decision(threading.Thread):
 def run(seconds: float, decide: Callable[[], Any]) -> Any:
     """``decide()``'s result, within ``seconds`` while it waits.
 
-    Raises what ``decide`` raises, or DatabaseUnavailable when the
-    decision is abandoned (see the module).  ``seconds`` 0: ``decide``
+    Raises what ``decide`` raises, or DatabaseUnavailable (or the error
+    of the other service it waits on: ``outside``) when the decision is
+    abandoned (see the module).  ``seconds`` 0: ``decide``
     runs on this thread, unbounded.
     """
     if not seconds:
@@ -189,8 +242,7 @@ def run(seconds: float, decide: Callable[[], Any]) -> Any:
         if (_computing(deadline) or not decision.is_alive() or
                 not deadline.abandon()):
             continue
+        error = _blamed(seconds)
         LOG.error('Abandoned a decision waiting for more than %.0f s '
-                  '(decision_timeout): the database does not answer',
-                  seconds)
-        raise exception.DatabaseUnavailable(
-            reason='no answer within %.0f s (decision_timeout)' % seconds)
+                  '(decision_timeout): %s', seconds, error)
+        raise error

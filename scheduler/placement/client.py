@@ -18,16 +18,33 @@ microversion 1.36 (Nova 34's for allocation candidates and claims):
   allocations already (an evacuation keeps the source host's): the
   claim is made again on top of them with the consumer's generation, as
   Nova's report client doubles up an evacuation's allocations;
-* ``delete_allocations``: ``DELETE /allocations/{consumer}``.
+* ``claim_all``: the claims of several new consumers in one ``POST
+  /allocations`` (microversion 1.13+), which Placement writes in one
+  transaction: all of them or none;
+* ``allocations`` / ``replace_allocations``: a consumer's allocations
+  and generation (``GET``), and their replacement, checked against that
+  generation (``POST /allocations`` of one consumer: empty allocations
+  delete them); ``delete_allocations``: ``DELETE
+  /allocations/{consumer}``.
 
 Allocation candidates are never asked: ``scheduler.placement.view``
 computes them in memory.
 
-Any other answer, or no answer, raises ``PlacementUnavailable``.
+Every request is bounded: by ``[placement] timeout`` (seconds; 5 by
+default, below ``[scheduler] decision_timeout``) and by what is left of
+the decision's deadline, and while it is in flight an abandoned
+decision's caller is told Placement did not answer
+(``scheduler.engine.deadline.outside``).  A write answered neither 204
+nor 409 (no answer, a dropped connection, a 5xx a load balancer may
+send after forwarding) may have been committed: it raises
+``ClaimUncertain``, which says what was sent, for the caller to resolve
+(``scheduler.placement.settling``).  Any other failure raises
+``PlacementUnavailable``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from keystoneauth1 import exceptions as ks_exc
@@ -36,6 +53,8 @@ from oslo_log import log as logging
 
 from scheduler import exception
 from scheduler.conf import CONF
+from scheduler.conf import placement as placement_conf
+from scheduler.engine import deadline
 
 LOG = logging.getLogger(__name__)
 
@@ -45,6 +64,22 @@ GROUP = 'placement'
 # report client makes three more attempts).
 CLAIM_RETRIES = 3
 CONCURRENT_UPDATE = 'placement.concurrent_update'
+# A consumer's allocations: {provider uuid: {'resources': {rc: amount}}}.
+Allocations = dict[str, dict[str, Any]]
+
+
+class ClaimUncertain(exception.PlacementUnavailable):
+    """A claim was sent and no answer says whether Placement wrote it.
+
+    ``attempts``: ``{consumer: (held, sent)}``: the allocations the
+    consumer held before (None: a new consumer) and those the claim
+    sent."""
+
+    def __init__(self, attempts: Mapping[str, tuple[Allocations | None,
+                                                    Allocations]],
+                 reason: str) -> None:
+        super().__init__(reason=reason)
+        self.attempts = dict(attempts)
 
 
 def _adapter(conf: Any) -> Any:
@@ -62,13 +97,37 @@ class PlacementClient:
 
     def __init__(self, adapter: Any = None, conf: Any = CONF) -> None:
         self.adapter = adapter if adapter is not None else _adapter(conf)
+        self.timeout = conf.placement.timeout or placement_conf.DEFAULT_TIMEOUT
 
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+        """One request, bounded (see the module)."""
+        timeout = self.timeout
+        current = deadline.current()
+        if current is not None:
+            timeout = max(0.1, min(timeout, current.remaining()))
         try:
-            return self.adapter.request(path, method, **kwargs)
+            with deadline.outside('Placement',
+                                  exception.PlacementUnavailable):
+                return self.adapter.request(path, method, timeout=timeout,
+                                            **kwargs)
         except ks_exc.ClientException as exc:
             raise exception.PlacementUnavailable(
                 reason='%s %s: %s' % (method, path, exc)) from exc
+
+    def _write(self, method: str, path: str, body: dict[str, Any],
+               attempts: Mapping[str, tuple[Allocations | None,
+                                            Allocations]]) -> Any:
+        """A claim's request; its answer when it is 204 or 409, else
+        ClaimUncertain for ``attempts``."""
+        try:
+            reply = self._request(method, path, json=body)
+        except exception.PlacementUnavailable as exc:
+            raise ClaimUncertain(attempts, reason=exc.kwargs['reason']) \
+                from exc
+        if reply.status_code not in (204, 409):
+            raise ClaimUncertain(attempts, reason='%s %s answered %d: %s' % (
+                method, path, reply.status_code, _detail(reply)))
+        return reply
 
     def claim(self, consumer: str, allocation_request: dict[str, Any],
               project_id: str, user_id: str,
@@ -77,30 +136,58 @@ class PlacementClient:
         (an instance uuid).  True when Placement took it (204), False when
         it refused (409: capacity, a provider or consumer generation
         conflict; the reason is logged at INFO).  Raises
-        PlacementUnavailable for any other answer."""
+        ClaimUncertain when the outcome is unknown (see the module),
+        PlacementUnavailable when nothing was written."""
         body = {'allocations': allocation_request['allocations'],
                 'project_id': project_id, 'user_id': user_id,
                 'consumer_generation': consumer_generation}
         path = '/allocations/%s' % consumer
-        reply = self._put_allocations(path, body)
+        reply = self._put_allocations(path, body, {
+            consumer: (None, body['allocations'])})
         if (reply.status_code == 409 and consumer_generation is None and
                 _consumer_race(reply)):
             reply = self._put_doubled(path, body)
         if reply.status_code == 204:
             return True
-        if reply.status_code == 409:
-            LOG.info('Placement refused the claim of %s on %s: %s',
-                     consumer, ', '.join(sorted(body['allocations'])),
-                     _detail(reply))
-            return False
-        raise exception.PlacementUnavailable(
-            reason='PUT %s answered %d: %s' % (path, reply.status_code,
-                                               _detail(reply)))
+        LOG.info('Placement refused the claim of %s on %s: %s',
+                 consumer, ', '.join(sorted(body['allocations'])),
+                 _detail(reply))
+        return False
 
-    def _put_allocations(self, path: str, body: dict[str, Any]) -> Any:
+    def claim_all(self, allocation_requests: Mapping[str, dict[str, Any]],
+                  project_id: str, user_id: str) -> bool | None:
+        """Allocate each new consumer (instance uuid) its allocation
+        request in one ``POST /allocations``: all or none.  True when
+        Placement took them (204), False when it refused (409: capacity
+        or a provider generation conflict, after ``CLAIM_RETRIES``
+        retries), None when one consumer holds allocations already
+        (claim them one by one).  Raises ClaimUncertain when the outcome
+        is unknown."""
+        body = {consumer: {'allocations': request['allocations'],
+                           'project_id': project_id, 'user_id': user_id,
+                           'consumer_generation': None}
+                for consumer, request in allocation_requests.items()}
+        attempts = {consumer: (None, request['allocations'])
+                    for consumer, request in allocation_requests.items()}
+        for _attempt in range(CLAIM_RETRIES + 1):
+            reply = self._write('POST', '/allocations', body, attempts)
+            if reply.status_code != 409 or not _provider_race(reply):
+                break
+        if reply.status_code == 204:
+            return True
+        if _consumer_race(reply):
+            return None
+        LOG.info('Placement refused the claims of %d instances: %s',
+                 len(body), _detail(reply))
+        return False
+
+    def _put_allocations(self, path: str, body: dict[str, Any],
+                         attempts: Mapping[str, tuple[Allocations | None,
+                                                      Allocations]]
+                         ) -> Any:
         """PUT, retried on a provider generation conflict."""
         for _attempt in range(CLAIM_RETRIES + 1):
-            reply = self._request('PUT', path, json=body)
+            reply = self._write('PUT', path, body, attempts)
             if reply.status_code != 409 or not _provider_race(reply):
                 break
         return reply
@@ -111,20 +198,45 @@ class PlacementClient:
         with the consumer's generation, as Nova's report client does for
         an evacuation (providers the consumer already uses keep their
         allocation)."""
+        consumer = path.rsplit('/', 1)[1]
+        held, generation = self.allocations(consumer)
+        doubled = dict(body, consumer_generation=generation, allocations={
+            **{rp: allocation for rp, allocation
+               in body['allocations'].items() if rp not in held},
+            **held})
+        return self._put_allocations(path, doubled, {
+            consumer: (held, doubled['allocations'])})
+
+    def allocations(self, consumer: str) -> tuple[Allocations, int | None]:
+        """``consumer``'s allocations (``{}`` when none) and its
+        generation (None when Placement knows no such consumer).  Raises
+        PlacementUnavailable when they cannot be read."""
+        path = '/allocations/%s' % consumer
         reply = self._request('GET', path)
         if reply.status_code != 200:
             raise exception.PlacementUnavailable(
                 reason='GET %s answered %d: %s' % (
                     path, reply.status_code, _detail(reply)))
         current = reply.json()
-        held = {rp: {'resources': allocation['resources']}
-                for rp, allocation in current['allocations'].items()}
-        doubled = dict(body, consumer_generation=current.get(
-            'consumer_generation'), allocations={
-                **{rp: allocation for rp, allocation
-                   in body['allocations'].items() if rp not in held},
-                **held})
-        return self._put_allocations(path, doubled)
+        return ({rp: {'resources': allocation['resources']}
+                 for rp, allocation in current['allocations'].items()},
+                current.get('consumer_generation'))
+
+    def replace_allocations(self, consumer: str, allocations: Allocations,
+                            generation: int | None, project_id: str,
+                            user_id: str) -> bool:
+        """Make ``allocations`` (``{}``: none) the consumer's, provided
+        its generation is still ``generation`` (``POST /allocations``).
+        False when it is not (409); raises PlacementUnavailable for any
+        other answer but 204."""
+        reply = self._request('POST', '/allocations', json={consumer: {
+            'allocations': allocations, 'project_id': project_id,
+            'user_id': user_id, 'consumer_generation': generation}})
+        if reply.status_code in (204, 409):
+            return reply.status_code == 204
+        raise exception.PlacementUnavailable(
+            reason='POST /allocations of %s answered %d: %s' % (
+                consumer, reply.status_code, _detail(reply)))
 
     def delete_allocations(self, consumer: str) -> bool:
         """Delete every allocation of ``consumer``; False when it had

@@ -2,22 +2,31 @@
 
 The ``Reservation`` of ``scheduler.engine.reservation`` with Placement's
 API as the store of claims, as Nova's scheduler claims since Pike: each
-instance's claim is ``PUT /allocations/{instance}`` of the chosen host's
-allocation request (``PlacementView.allocation_request``), for the
-request's project and user, with ``consumer_generation`` null (a new
-consumer).  Placement checks capacity and generations itself; its 409
-is a lost race (``claim``: the claims already taken are deleted, then
-``LostRace``) or a refused host (``claim_one``: False, the driver tries
-the next).  A release deletes the instance's allocations.  Placement
-holds no claim that outlives its instance's allocations, so there is
-nothing to reconcile, and a deleted instance's allocations are deleted
-by its compute host.
+instance's claim is the chosen host's allocation request
+(``PlacementView.allocation_request``), for the request's project and
+user, with ``consumer_generation`` null (a new consumer).  The instances
+of a request are claimed together with ``POST /allocations``
+(microversion 1.13+), all or none (``scheduler.placement.bulk_claims``:
+in parallel chunks for a large request); one instance,
+or an instance that holds allocations already (an evacuation), with
+``PUT /allocations/{instance}``.  Placement checks capacity and
+generations itself; its 409 is a lost race (``claim``: nothing is kept,
+then ``LostRace``) or a refused host (``claim_one``: False, the driver
+tries the next).  A claim Placement may have written without answering
+(``ClaimUncertain``) is read back and undone
+(``scheduler.placement.settling``) before the error reaches the
+decision, whose undo releases the claims it took: no failure leaves an
+allocation behind.  A release deletes the instance's allocations.
+Placement holds no claim that outlives its instance's allocations, so
+there is nothing to reconcile, and a deleted instance's allocations are
+deleted by its compute host.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import Sequence
@@ -25,10 +34,13 @@ from typing import Any
 
 from oslo_log import log as logging
 
+from scheduler import exception
 from scheduler.engine import deadline
 from scheduler.engine import reservation
 from scheduler.observability import metrics
+from scheduler.placement import bulk_claims
 from scheduler.placement import client as client_lib
+from scheduler.placement import settling
 from scheduler.placement import view as view_lib
 from scheduler.view.host_state import HostState
 
@@ -42,6 +54,7 @@ class PlacementReservation:
                  client: client_lib.PlacementClient) -> None:
         self.view = view
         self.client = client
+        self.unsettled = settling.Unsettled(client)
 
     @contextlib.contextmanager
     def decision(self, context: Any, claiming: bool = True
@@ -52,49 +65,115 @@ class PlacementReservation:
     def claim(self, context: Any, spec_obj: Any,
               selected: Sequence[HostState],
               instance_uuids: Sequence[str]) -> None:
-        """Claim each instance on its chosen host, in order; when
-        Placement refuses one, delete the claims taken and raise
-        LostRace."""
-        taken: list[str] = []
+        """Claim each instance on its chosen host, all or none: raises
+        LostRace when Placement refuses (nothing kept), or
+        PlacementUnavailable (nothing kept once ``settling`` could read
+        back what Placement may have written)."""
+        self.unsettled.settle()
+        requests = self._allocation_requests(selected, instance_uuids)
+        if requests is None:
+            raise reservation.LostRace()
+        if len(requests) == 1:
+            (uuid, request), = requests.items()
+            claimed: bool | None = self._send(spec_obj, self.client.claim,
+                                              uuid, request)
+        else:
+            claimed = self._send(spec_obj, functools.partial(
+                bulk_claims.claim_all, self.client), requests)
+            if claimed is None:     # an instance holds allocations
+                self._claim_each(context, spec_obj, selected, requests)
+                return
+        if not claimed:
+            self._refused(selected)
+            raise reservation.LostRace()
+
+    def _allocation_requests(self, selected: Sequence[HostState],
+                             instance_uuids: Sequence[str]
+                             ) -> dict[str, dict[str, Any]] | None:
+        """Each instance's allocation request, in order; None when a host
+        is no allocation candidate (a forced host Placement does not
+        offer)."""
+        requests = {}
         placed: collections.Counter[str] = collections.Counter()
         for state, instance_uuid in zip(selected, instance_uuids,
                                         strict=True):
             # The nth instance placed on a node claims what it consumed.
             nth = placed[state.uuid]
             placed[state.uuid] += 1
-            if not self._claim(spec_obj, state, instance_uuid, nth):
-                self.release(context, taken)
-                raise reservation.LostRace()
-            taken.append(instance_uuid)
+            request = self._allocation_request(state, nth)
+            if request is None:
+                return None
+            requests[instance_uuid] = request
+        return requests
 
-    def claim_one(self, context: Any, spec_obj: Any, state: HostState,
-                  instance_uuid: str) -> bool:
-        """Claim for one instance on ``state``'s node; False when
-        Placement refused (its reason is logged)."""
-        return self._claim(spec_obj, state, instance_uuid, None)
-
-    def _claim(self, spec_obj: Any, state: HostState, instance_uuid: str,
-               nth: int | None) -> bool:
-        deadline.check()
+    def _allocation_request(self, state: HostState, nth: int | None
+                            ) -> dict[str, Any] | None:
         try:
-            allocation_request = self.view.allocation_request(state.uuid,
-                                                              nth)
+            return self.view.allocation_request(state.uuid, nth)
         except KeyError:
             LOG.info('%s:%s is no allocation candidate of the request (a '
                      'forced host Placement does not offer)',
                      state.host, state.nodename)
+            return None
+
+    def _send(self, spec_obj: Any, call: Any, *args: Any) -> Any:
+        """``call(*args, project, user)``; a ClaimUncertain is settled
+        (``scheduler.placement.settling``), then raised as
+        PlacementUnavailable."""
+        deadline.check()
+        project_id = spec_obj.project_id
+        user_id = spec_obj.obj_get('user_id')
+        try:
+            return call(*args, project_id, user_id)
+        except client_lib.ClaimUncertain as exc:
+            self.unsettled.add(exc, project_id, user_id)
+            raise exception.PlacementUnavailable(
+                reason=exc.kwargs['reason']) from exc
+
+    def _claim_each(self, context: Any, spec_obj: Any,
+                    selected: Sequence[HostState],
+                    requests: dict[str, dict[str, Any]]) -> None:
+        """The claims one PUT each, in order; on a refusal or an error,
+        the claims taken are released."""
+        taken: list[str] = []
+        try:
+            for state, (uuid, request) in zip(selected, requests.items(),
+                                              strict=True):
+                if not self._send(spec_obj, self.client.claim, uuid,
+                                  request):
+                    self._refused([state])
+                    raise reservation.LostRace()
+                taken.append(uuid)
+        except Exception:
+            try:
+                self.release(context, taken)
+            except Exception as exc:     # Placement gone meanwhile
+                LOG.warning('Could not release the claims of %s: %s',
+                            ', '.join(taken), exc)
+            raise
+
+    def _refused(self, selected: Sequence[HostState]) -> None:
+        metrics.lost_race()
+        LOG.info(reservation.LOST_RACE + '%s: Placement refused the claim '
+                 '(another scheduler\'s claim, or the provider changed); '
+                 'trying the next host', ', '.join(sorted({
+                     '%s:%s' % (s.host, s.nodename) for s in selected})))
+        self.view.forget(list({state.uuid for state in selected}))
+
+    def claim_one(self, context: Any, spec_obj: Any, state: HostState,
+                  instance_uuid: str) -> bool:
+        """Claim for one instance on ``state``'s node; False when
+        Placement refused (its reason is logged).  Raises
+        PlacementUnavailable as ``claim``."""
+        self.unsettled.settle()
+        request = self._allocation_request(state, None)
+        if request is None:
             return False
-        claimed = self.client.claim(
-            instance_uuid, allocation_request, spec_obj.project_id,
-            spec_obj.obj_get('user_id'))
+        claimed = self._send(spec_obj, self.client.claim, instance_uuid,
+                             request)
         if not claimed:
-            metrics.lost_race()
-            LOG.info(reservation.LOST_RACE + '%s:%s: Placement refused the '
-                     'claim (another scheduler\'s claim, or the provider '
-                     'changed); trying the next host',
-                     state.host, state.nodename)
-            self.view.forget([state.uuid])
-        return claimed
+            self._refused([state])
+        return bool(claimed)
 
     def release(self, context: Any, instance_uuids: Iterable[str]) -> int:
         """Delete the allocations of ``instance_uuids``; returns how many

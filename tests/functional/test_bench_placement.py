@@ -73,6 +73,10 @@ def test_smoke_against_a_fresh_placement(tmp_path, placement):
     assert row['trees_candidates_mean'] > 0
     assert row['trees_speedup'] > 0
     assert 'provider trees' in result.stdout
+    # One request for many instances, placed and claimed (in two chunks).
+    assert row['multi_create'] == 150
+    assert 0 < row['multi_create_s'] and 0 < row['multi_create_one_post_s']
+    assert 'one request for many new instances' in result.stdout
     # The providers stay: a second run is refused, in one line.
     again = _bench(tmp_path, '--smoke', *given)
     assert again.returncode == 2, (again.stdout, again.stderr[-5000:])

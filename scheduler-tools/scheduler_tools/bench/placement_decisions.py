@@ -4,7 +4,8 @@
 use_placement`` (``placement_mode``) on a temporary SQLite database of
 the fleet's compute nodes and times its decisions: without and with the
 claim, with the usage watch stopped, for a vGPU flavor; then a full read
-of the usage watch, and the freed capacity (``placement_freed``).
+of the usage watch, the freed capacity (``placement_freed``) and one
+request for many instances (``placement_multi``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ from scheduler_tools.bench.placement_compare import prefixed
 from scheduler_tools.bench.placement_freed import FREED_BOUND_MS
 from scheduler_tools.bench.placement_freed import FREED_ROUNDS
 from scheduler_tools.bench.placement_freed import measure_freed
+from scheduler_tools.bench.placement_multi import MULTI_CREATE
+from scheduler_tools.bench.placement_multi import SMOKE_MULTI_CREATE
+from scheduler_tools.bench.placement_multi import measure_multi_create
 from scheduler_tools.bench.placement_rest import client
 
 
@@ -112,10 +116,12 @@ def measure_decisions(url: str, database_url: str, size: int,
                 driver.best_host(ctx, request.spec)
             gpu = _latencies_ms(lambda request: driver.best_host(
                 ctx, request.spec), gpu_measured)
+            multi = measure_multi_create(client(url), driver, ctx, (
+                SMOKE_MULTI_CREATE if settings.smoke else MULTI_CREATE))
         finally:
             driver.stop()
     row = {'load_view_s': round(load_view_s, 2),
-           'freed_bound_ms': FREED_BOUND_MS}
+           'freed_bound_ms': FREED_BOUND_MS, **multi}
     row.update(prefixed('decision_', ranked))
     row.update(prefixed('decision_claim_', decided))
     row.update(prefixed('trees_decision_', gpu))
