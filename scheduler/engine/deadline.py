@@ -54,12 +54,10 @@ PROGRESS_SHARE = 0.05
 # monotonic start); the oldest is blamed when a decision is abandoned.
 _outside: dict[object, tuple[Callable[..., Exception], str, float]] = {}
 _outside_lock = threading.Lock()
-# When the last of those calls came back (monotonic): a decision whose
-# calls keep coming back is moving, as one that computes is.
-_answered = float('-inf')
-# Seconds since the last answer of another service within which a
-# decision waiting on the next one counts as moving.
-ANSWER_WINDOW = 2.0
+# Seconds since the last answer of another service to a decision within
+# which that decision, waiting on the next one, counts as moving: as long
+# as one request to Placement may take by default ([placement] timeout).
+ANSWER_WINDOW = 5.0
 
 
 class Abandoned(Exception):
@@ -76,6 +74,8 @@ class Deadline:
         self._lock = threading.Lock()
         self._abandoned = False
         self._finished = False
+        # When a call to another service made for it last came back.
+        self.answered = float('-inf')
 
     def remaining(self) -> float:
         return max(0.0, self.expires - time.monotonic())
@@ -144,8 +144,8 @@ def outside(name: str, error: Callable[..., Exception]
             ) -> Iterator[None]:
     """A call to another service (``name``, e.g. "Placement") is in
     flight for the block: a decision abandoned meanwhile is answered
-    ``error(reason=...)`` naming it instead of DatabaseUnavailable."""
-    global _answered
+    ``error(reason=...)`` naming it instead of DatabaseUnavailable; its
+    return counts as this thread's decision moving."""
     key = object()
     with _outside_lock:
         _outside[key] = (error, name, time.monotonic())
@@ -154,7 +154,9 @@ def outside(name: str, error: Callable[..., Exception]
     finally:
         with _outside_lock:
             del _outside[key]
-            _answered = time.monotonic()
+        deadline = current()
+        if deadline is not None:
+            deadline.answered = time.monotonic()
 
 
 def _blamed(seconds: float) -> Exception:
@@ -188,7 +190,7 @@ def _computing(deadline: Deadline) -> bool:
     before = _cpu_seconds(deadline.thread_id)
     time.sleep(PROGRESS_WINDOW)
     after = _cpu_seconds(deadline.thread_id)
-    return (time.monotonic() - _answered < ANSWER_WINDOW or (
+    return (time.monotonic() - deadline.answered < ANSWER_WINDOW or (
         before is not None and after is not None and
         after - before > PROGRESS_SHARE * PROGRESS_WINDOW))
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from oslo_log import log as logging
 
+from scheduler.engine import deadline
 from scheduler.placement import client as client_lib
 
 LOG = logging.getLogger(__name__)
@@ -123,9 +124,15 @@ def claim_all(client: client_lib.PlacementClient,
         return client.claim_all(requests, project_id, user_id)
     work = _Lanes(client, requests, project_id, user_id)
     laned = lanes(requests, LANES)
+    decision = deadline.current()
+
+    def run(lane: list[str]) -> None:
+        with deadline.acting_for(decision):     # bounds, and moves, it
+            work.run(lane)
+
     with concurrent.futures.ThreadPoolExecutor(
             len(laned), thread_name_prefix='placement-claims') as pool:
-        list(pool.map(work.run, laned))
+        list(pool.map(run, laned))
     if work.outcome and work.error is None:
         return True
     LOG.info('Deleting the %d claims already written of a request of %d '

@@ -30,10 +30,9 @@ microversion 1.36 (Nova 34's for allocation candidates and claims):
 Allocation candidates are never asked: ``scheduler.placement.view``
 computes them in memory.
 
-Every request is bounded: by ``[placement] timeout`` (seconds; 5 by
-default, below ``[scheduler] decision_timeout``) and by what is left of
-the decision's deadline, and while it is in flight an abandoned
-decision's caller is told Placement did not answer
+Every request is bounded by ``[placement] timeout`` (seconds; 5 by
+default, below ``[scheduler] decision_timeout``), and while it is in
+flight an abandoned decision's caller is told Placement did not answer
 (``scheduler.engine.deadline.outside``).  A write answered neither 204
 nor 409 (no answer, a dropped connection, a 5xx a load balancer may
 send after forwarding) may have been committed: it raises
@@ -101,15 +100,11 @@ class PlacementClient:
 
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
         """One request, bounded (see the module)."""
-        timeout = self.timeout
-        current = deadline.current()
-        if current is not None:
-            timeout = max(0.1, min(timeout, current.remaining()))
         try:
             with deadline.outside('Placement',
                                   exception.PlacementUnavailable):
-                return self.adapter.request(path, method, timeout=timeout,
-                                            **kwargs)
+                return self.adapter.request(
+                    path, method, timeout=self.timeout, **kwargs)
         except ks_exc.ClientException as exc:
             raise exception.PlacementUnavailable(
                 reason='%s %s: %s' % (method, path, exc)) from exc

@@ -49,6 +49,32 @@ def test_a_computing_decision_is_waited_for():
     assert deadline.run(0.1, decide) == 'done'
 
 
+def test_a_decision_waiting_on_placement_is_answered_placement_unavailable():
+    release = threading.Event()
+
+    def decide():
+        with deadline.outside('Placement', exception.PlacementUnavailable):
+            release.wait(10)
+
+    try:
+        with pytest.raises(exception.PlacementUnavailable,
+                           match='Placement did not answer within'):
+            deadline.run(0.2, decide)
+    finally:
+        release.set()
+
+
+def test_a_decision_whose_placement_calls_come_back_is_waited_for():
+    def decide():
+        for _ in range(8):
+            with deadline.outside('Placement',
+                                  exception.PlacementUnavailable):
+                time.sleep(0.1)
+        return 'claimed'
+
+    assert deadline.run(0.1, decide) == 'claimed'
+
+
 def test_finishing_and_abandoning_exclude_each_other():
     finished = deadline.Deadline(1)
     assert finished.finish() and not finished.abandon()
