@@ -10,7 +10,9 @@ and host mappings) and every cell database its ``cell_mappings`` name
 the scheduler's own database (claims).  Unset (the default), the service
 runs on its own standalone schema in ``[database] connection`` only.
 The cells' engines take the pool, retry and timeout options of this
-group too.  See ``docs/nova-databases.rst``.
+group too, and a cell mapping whose ``database_connection`` is a Nova
+URL template is filled from ``connection`` unless ``[scheduler]
+cell_template_connection`` is set.  See ``docs/nova-databases.rst``.
 """
 
 import copy
@@ -27,7 +29,10 @@ api_db_group = cfg.OptGroup(
          'aggregates, server groups and host mappings of the API '
          'database, and keeps its own state (claims) in '
          '``[database] connection``.  It never changes Nova\'s schema, and '
-         'writes only its own ``nova-scheduler`` service row.')
+         'writes only its own ``nova-scheduler`` service row.  A cell '
+         'mapping whose ``database_connection`` is a template is filled '
+         'from ``connection``, unless ``[scheduler] '
+         'cell_template_connection`` is set.')
 
 # The options the engines of Nova's databases take from this group.
 ENGINE_OPTIONS = (

@@ -1,8 +1,10 @@
 """``[scheduler]`` options about Nova cells (our own options).
 
-Which cell the compute nodes of the standalone schema belong to, and in
-which cell database Nova database mode keeps the service's
-``nova-scheduler`` row.  See ``docs/nova-databases.rst``.
+Which cell the compute nodes of the standalone schema belong to, and, in
+Nova database mode: in which cell database the service keeps its
+``nova-scheduler`` row, how long a cell database may take to answer a
+read before it is skipped, and which URL fills the cell mappings whose
+``database_connection`` is a template.  See ``docs/nova-databases.rst``.
 """
 
 from oslo_config import cfg
@@ -36,6 +38,34 @@ cell_opts = [
                     'cell\'s in a single-cell deployment.  The API\'s '
                     'service list reads every cell database, cell0 '
                     'included, so the row is listed either way.'),
+    cfg.FloatOpt('cell_timeout', default=3.0, min=0.1,
+                 help='Nova database mode only (our own option): seconds '
+                      'a read of the cell databases waits for them.  The '
+                      'cells are read side by side; a cell whose database '
+                      'has not answered by then (a frozen server, a '
+                      'network that drops packets) is skipped, as Nova\'s '
+                      'scheduler skips a cell that does not answer within '
+                      'its ``CELL_TIMEOUT`` (60 s, not an option in Nova): '
+                      'its hosts are no candidates, the other cells are '
+                      'scheduled to, and it is not read again until its '
+                      'late read returns.  Keep it well below '
+                      '``decision_timeout`` (a decision waiting longer is '
+                      'abandoned), and above the time a full read of the '
+                      'largest cell takes (about 0.1 s per 1,000 compute '
+                      'nodes on PostgreSQL).'),
+    cfg.StrOpt('cell_template_connection', secret=True,
+               help='Nova database mode only (our own option): the '
+                    'database URL whose parts fill the cell mappings whose '
+                    '``database_connection`` is a template (Nova Stein '
+                    'and later, e.g. ``{scheme}://{username}:{password}@'
+                    '{hostname}/nova_cell1?{query}``).  Nova fills them from '
+                    'the ``[database] connection`` of the process that '
+                    'reads the mapping, which for Nova\'s scheduler is '
+                    'its cell0 (or single cell) database; ours is the '
+                    'scheduler\'s own database, so set this option to that '
+                    'URL of Nova\'s scheduler when the templates need its '
+                    'path, host or credentials.  Unset, ``[api_database] '
+                    'connection`` fills them.'),
 ]
 
 

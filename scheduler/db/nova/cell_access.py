@@ -6,9 +6,16 @@ database scheduled to (``start`` / ``stop``), the read of every cell
 with the skipping and catching up of a cell that fails, and the shapes
 of the rows read (view ids, cell uuids, the claims' sums).  The reads
 themselves are ``scheduler.db.nova.source.NovaSource``'s, a subclass.
+
+The cells are read side by side, each on its ``scatter.Lane``, within
+``[scheduler] cell_timeout`` seconds in all (``_each_cell``, as Nova's
+``scatter_gather_cells``): a cell whose database fails, or does not
+answer in time, is skipped (logged once per outage) and the others' rows
+are returned.
 """
 
 import datetime
+import functools
 import threading
 
 import sqlalchemy as sa
@@ -19,6 +26,7 @@ from scheduler.db import api
 from scheduler.db.nova import cells
 from scheduler.db.nova import ids
 from scheduler.db.nova import node_claims
+from scheduler.db.nova import scatter
 from scheduler.db.nova import schema
 
 LOG = logging.getLogger(__name__)
@@ -51,6 +59,12 @@ def _rows(connection, statement, params=None):
             connection.execute(statement, params).mappings()]
 
 
+def _connected(read, cell):
+    """``read(cell, connection)`` on a connection of the cell's engine."""
+    with cell.engine.connect() as connection:
+        return read(cell, connection)
+
+
 class CellAccess:
     """The cells scheduled to and the shapes of their rows (module
     docstring).  Thread-safe; ``start`` before use, ``stop`` to close
@@ -62,6 +76,7 @@ class CellAccess:
         self._mappings = []
         self._cells = []             # Cell to schedule to, by mapping id
         self._by_id = {}             # cell_mappings.id -> Cell
+        self._lanes = {}             # cell_mappings.id -> scatter.Lane
         self._service_cell = None
         self._snapshots = {}         # view node id -> node_claims.Snapshot
         self._host_cell = {}         # host -> cell_mappings.id of its nodes
@@ -97,6 +112,9 @@ class CellAccess:
         for cell in self._cells:
             cells.check(cell)
         self._check_own_database()
+        self._lanes = {cell.id: scatter.Lane(cell.label)
+                       for cell in self._cells}
+        self._check_cell_timeout()
         LOG.info('Nova database mode: scheduling to %d cell(s): %s',
                  len(self._cells),
                  ', '.join(cell.label for cell in self._cells))
@@ -113,8 +131,20 @@ class CellAccess:
                 'has no scheduler_node_claims table: run scheduler-manage '
                 'db sync (%s)' % cells.first_line(exc)) from exc
 
+    def _check_cell_timeout(self):
+        group = self._conf.scheduler
+        if 0 < group.decision_timeout <= group.cell_timeout:
+            LOG.warning('[scheduler] cell_timeout (%.1f s) is not below '
+                        'decision_timeout (%.1f s): a cell that does not '
+                        'answer makes decisions fail instead of being '
+                        'skipped', group.cell_timeout,
+                        group.decision_timeout)
+
     def stop(self):
-        """Close every engine."""
+        """Close every engine, and end the threads reading the cells
+        (one still waiting for a database ends when it answers)."""
+        for lane in self._lanes.values():
+            lane.close()
         extra = [self._service_cell] if self._service_cell else []
         cells.dispose(self._cells + [c for c in extra
                                      if c not in self._cells])
@@ -155,31 +185,42 @@ class CellAccess:
         return since if missed is None else min(since, missed)
 
     def _skip(self, cell, since, exc):
-        LOG.warning('Cell %s is skipped: its database cannot be read (%s)',
-                    cell.label, cells.first_line(exc))
+        self._lanes[cell.id].down(cells.first_line(exc))
         with self._lock:
             missed = self._missed.get(cell.id)
             since = since or EPOCH
             self._missed[cell.id] = since if missed is None else min(
                 missed, since)
 
+    def read_cells(self, read, only=None):
+        """``[(cell, read(cell, connection))]`` of the scheduled cells (or
+        of those of ``only``, mapping ids) that answer, read side by side
+        within ``[scheduler] cell_timeout``; the others are skipped."""
+        return self._each_cell(read, only=only)
+
     def _each_cell(self, read, since=None, clears=False, only=None):
         """``[(cell, read(cell, connection))]`` over the scheduled cells
-        (or the cells of ``only``, mapping ids); a cell that fails is
-        skipped (``_skip`` with ``since``).  With ``clears``, a cell read
-        forgets what it missed.  Raises the last error when every
-        scheduled cell failed (never with ``only``)."""
+        (or the cells of ``only``, mapping ids), read side by side
+        (``scatter.gather``, within ``[scheduler] cell_timeout``); a cell
+        that fails or does not answer in time is skipped (``_skip`` with
+        ``since``).  With ``clears``, a cell read forgets what it missed.
+        Raises the last error when every scheduled cell failed (never
+        with ``only``): a ``DBError``, ``scatter.NotAnswering`` for a
+        cell that did not answer."""
+        chosen = [cell for cell in self._cells
+                  if only is None or cell.id in only]
+        outcomes = scatter.gather(
+            [(self._lanes[cell.id], functools.partial(_connected, read, cell))
+             for cell in chosen],
+            self._conf.scheduler.cell_timeout, cells.DATABASE_ERRORS)
         results, error = [], None
-        for cell in self._cells:
-            if only is not None and cell.id not in only:
+        for cell, (value, failure) in zip(chosen, outcomes, strict=True):
+            if failure is not None:
+                error = failure
+                self._skip(cell, since, failure)
                 continue
-            try:
-                with cell.engine.connect() as connection:
-                    results.append((cell, read(cell, connection)))
-            except cells.DATABASE_ERRORS as exc:
-                error = exc
-                self._skip(cell, since, exc)
-                continue
+            self._lanes[cell.id].up()
+            results.append((cell, value))
             if clears:
                 with self._lock:
                     self._missed.pop(cell.id, None)

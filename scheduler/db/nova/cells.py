@@ -10,6 +10,13 @@ were never scheduled) is not scheduled to, nor is a cell mapping marked
 when it holds the service's ``nova-scheduler`` row
 (``[scheduler] service_cell``).
 
+A ``database_connection`` may be a template (Nova Stein and later),
+filled as Nova fills it (``scheduler.db.nova.url_templates``) from
+``[scheduler] cell_template_connection``, else from ``[api_database]
+connection``: Nova fills it from the ``[database] connection`` of the
+reading process, which here is the scheduler's own database, not a Nova
+one (``database_url``).
+
 ``read_mappings``, ``scheduled`` and ``open_cell`` find the cells and
 open their engines; ``check`` reads, without changing anything, the
 columns the scheduler needs from a cell database, so that a bad URL,
@@ -24,11 +31,15 @@ import dataclasses
 import sqlalchemy as sa
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import engines
+from oslo_log import log as logging
 
 from scheduler.conf import api_database
 from scheduler.conf import cells as cells_conf
 from scheduler.db import timeouts
 from scheduler.db.nova import schema
+from scheduler.db.nova import url_templates
+
+LOG = logging.getLogger(__name__)
 
 CELL0_UUID = cells_conf.CELL0_UUID
 
@@ -120,16 +131,48 @@ def read_mappings(api_engine):
     return [dict(row) for row in rows]
 
 
+def _label(mapping):
+    return '%s (%s)' % (mapping['name'] or 'unnamed', mapping['uuid'])
+
+
+def template_source(conf):
+    """The URL whose parts fill a templated ``database_connection``:
+    ``[scheduler] cell_template_connection``, else ``[api_database]
+    connection``."""
+    return (conf.scheduler.cell_template_connection or
+            conf.api_database.connection)
+
+
+def database_url(mapping, conf):
+    """``(url, problem)``: the URL of the database of a ``cell_mappings``
+    row (a dict), its ``database_connection`` filled as a template from
+    ``template_source(conf)``; when that cannot be filled, the stored
+    text as it is (as Nova uses it) and the reason, which is logged
+    (else None)."""
+    stored = mapping['database_connection']
+    try:
+        return url_templates.fill(stored, template_source(conf)), None
+    except url_templates.TemplateError as exc:
+        problem = ('its database_connection is no template the URL of '
+                   '[scheduler] cell_template_connection (else '
+                   '[api_database] connection) fills: %s' % exc)
+    LOG.warning('Cell %s: %s; it is used as it is', _label(mapping), problem)
+    return stored, problem
+
+
 def open_cell(mapping, conf):
-    """The ``Cell`` of a ``cell_mappings`` row (a dict), its engine open.
+    """The ``Cell`` of a ``cell_mappings`` row (a dict), its engine open
+    on ``database_url``.
 
     :raises CellsError: its database cannot be reached.
     """
+    url, problem = database_url(mapping, conf)
     try:
-        engine = create_engine(mapping['database_connection'], conf)
+        engine = create_engine(url, conf)
     except CellsError as exc:
-        raise CellsError('cell %s (%s): %s' % (
-            mapping['name'] or 'unnamed', mapping['uuid'], exc)) from exc
+        raise CellsError('cell %s: %s%s' % (
+            _label(mapping), exc, '; %s' % problem if problem else '')
+        ) from exc
     return Cell(id=mapping['id'], uuid=mapping['uuid'],
                 name=mapping['name'], disabled=bool(mapping['disabled']),
                 engine=engine)

@@ -19,8 +19,10 @@ Each claim is released in its own writer transaction of our database,
 which first stores the node's row as read here as the node's snapshot
 when it is later than the stored one (``node_claims.refresh``): a
 release never leaves the claims' check with a report older than the
-one the release relied on.  A cell whose database cannot be read is
-logged and skipped: its claims can only expire, unrefreshed.
+one the release relied on.  The cells are read side by side within
+``[scheduler] cell_timeout`` (``NovaSource.read_cells``); a cell whose
+database cannot be read, or does not answer in time, is skipped (its
+outage is logged once): its claims can only expire, unrefreshed.
 """
 
 import sqlalchemy as sa
@@ -29,7 +31,6 @@ from oslo_log import log as logging
 from scheduler.db import api
 from scheduler.db import claim_sql
 from scheduler.db import source
-from scheduler.db.nova import cells
 from scheduler.db.nova import node_claims
 from scheduler.db.nova import schema
 
@@ -85,18 +86,16 @@ def _reports(nova, rows):
     for row in rows:
         if row['cell_uuid'] is not None:
             by_cell.setdefault(row['cell_uuid'], []).append(row)
-    found = {}
+    wanted = {cell.id for cell in nova.cells if cell.uuid in by_cell}
+    if not wanted:
+        return {}
+    found = {cell.uuid: reports for cell, reports in nova.read_cells(
+        lambda cell, connection: _read_cell(by_cell[cell.uuid])(
+            cell, connection), only=wanted)}
     for cell in nova.cells:
-        if cell.uuid not in by_cell:
-            continue
-        try:
-            with cell.engine.connect() as connection:
-                found[cell.uuid] = _read_cell(by_cell[cell.uuid])(
-                    cell, connection)
-        except cells.DATABASE_ERRORS as exc:
-            LOG.warning('Claims on cell %s are not reconciled with its '
-                        'reports: its database cannot be read (%s)',
-                        cell.label, cells.first_line(exc))
+        if cell.id in wanted and cell.uuid not in found:
+            LOG.debug('Claims on cell %s are not reconciled with its '
+                      'reports: its database was not read', cell.label)
     return found
 
 

@@ -5,7 +5,8 @@ tables Nova's own migrations created, and never writes to them:
 
 * compute nodes, services and instances from each cell database to
   schedule to (``scheduler.db.nova.cells``: every cell mapping but cell0
-  and the disabled ones), one cell after another;
+  and the disabled ones), the cells side by side within ``[scheduler]
+  cell_timeout`` (``scheduler.db.nova.scatter``);
 * aggregates and server groups from the API database, and the cell of a
   host from its ``host_mappings`` row;
 * the claimed sums of each node from our own database
@@ -34,12 +35,15 @@ whole seconds - still differ), and the claims' ``generation``.
 
 Cells that fail.  ``start`` (run by the service at start) reads the API
 database and every cell database and raises ``cells.CellsError`` when
-one cannot be used.  Later, a cell whose database fails is logged and
-skipped; its rows are missing from that read (as in Nova, whose
-HostManager skips a cell that does not answer), and the next change
-read of that cell goes back to the earliest time it missed (to the
-beginning after a full read missed it), so that its changes are not
-lost.  A read fails only when every cell failed.  New cell mappings are
+one cannot be used.  Later, a cell whose database fails, or does not
+answer within ``[scheduler] cell_timeout``, is logged (once per
+outage) and skipped; its rows are missing from that read (as in Nova,
+whose HostManager skips a cell that does not answer within
+``CELL_TIMEOUT``), a cell that did not answer is not read again until
+its late read returns, and the next change read of that cell goes back
+to the earliest time it missed (to the beginning after a full read
+missed it), so that its changes are not lost.  A read fails only when
+every cell failed.  New cell mappings are
 read at ``start`` only (Nova reads them at start and on SIGHUP).
 """
 
@@ -53,7 +57,6 @@ from scheduler import exception
 from scheduler.db import api
 from scheduler.db import changes as db_changes
 from scheduler.db.nova import cell_access
-from scheduler.db.nova import cells
 from scheduler.db.nova import ids
 from scheduler.db.nova import node_claims
 from scheduler.db.nova import schema
@@ -95,25 +98,21 @@ class NovaSource(cell_access.CellAccess):
 
     def compute_node_iter_all(self, context, batch=CHUNK):
         """Yield every live compute node of the cells that answer, by
-        cell then id (a server-side cursor per cell)."""
+        cell then id (each cell read whole, side by side, fetched
+        ``batch`` rows at a time by a server-side cursor)."""
         sums = self._claim_sums(context)
         statement = sa.select(NODES).where(_live(NODES)).order_by(NODES.c.id)
-        read_any, error = False, None
-        for cell in self._cells:
-            try:
-                with cell.engine.connect() as connection:
-                    result = connection.execute(
-                        statement, execution_options={'yield_per': batch})
-                    for row in result.mappings():
-                        view_id = ids.global_id(cell.id, row['id'])
-                        yield self._node(cell, row, sums.get(
-                            view_id, node_claims.NO_SUMS))
-                read_any = True
-            except cells.DATABASE_ERRORS as exc:
-                error = exc
-                self._skip(cell, None, exc)
-        if error is not None and not read_any:
-            raise error
+
+        def read(cell, connection):
+            # Rows (tuples) until shaped below: a third of dicts' memory.
+            return connection.execute(
+                statement, execution_options={'yield_per': batch}
+            ).mappings().all()
+        for cell, rows in self._each_cell(read):
+            for row in rows:
+                view_id = ids.global_id(cell.id, row['id'])
+                yield self._node(cell, dict(row), sums.get(
+                    view_id, node_claims.NO_SUMS))
 
     def compute_node_get(self, context, compute_id):
         """The live compute node ``compute_id`` (a view id).
