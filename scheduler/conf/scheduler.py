@@ -193,9 +193,12 @@ scheduler_opts = [
                       'as is opening a connection; and here, since a '
                       'frozen server cannot time out by itself: a decision '
                       'still unfinished after it and waiting (not '
-                      'computing) is abandoned, the caller gets '
-                      'DatabaseUnavailable, and the decision commits no '
-                      'claim (it releases any it committed meanwhile).  '
+                      'computing, and in Placement mode not getting '
+                      'answers from Placement) is abandoned, the caller '
+                      'gets DatabaseUnavailable (PlacementUnavailable when '
+                      'a Placement request is in flight), and the '
+                      'decision commits no claim (it releases any it '
+                      'committed meanwhile).  '
                       'Keep it well below the callers\' '
                       '``rpc_response_timeout`` (60).  0 disables it.'),
     cfg.IntOpt('claim_timeout', default=300, min=1,
