@@ -47,6 +47,32 @@ placement_database_opts = [
                       '(see docs/placement.rst).'),
 ]
 
+# Our own options of ``[placement]``: the in-memory allocation
+# candidates (scheduler.placement.trees).
+placement_candidate_opts = [
+    cfg.IntOpt('max_candidate_combinations', default=100000, min=1,
+               help='The most combinations of resource providers (one '
+                    'provider per request group, complete or not) one '
+                    'search of a request\'s allocation candidates over '
+                    'provider trees examines in memory, in Placement '
+                    'mode (a search: the candidate hosts of an instance, '
+                    'or the allocation request of the host chosen): a '
+                    'bound on its time, about a quarter of a second of '
+                    'one core at the default, where requests with many '
+                    'numbered groups under ``group_policy=isolate`` or '
+                    'on one resource class could take hours.  The '
+                    'compute nodes a search leaves undecided are left '
+                    'out for the rest of the request (logged), and a '
+                    'request left with no host gets NoValidHost naming '
+                    'this option.  Placement\'s own ``[placement] '
+                    'max_allocation_candidates`` (Placement 2024.1 and '
+                    'later; default -1, no limit) counts the candidates '
+                    'it generates and returns that many: it does not '
+                    'bound a search that finds none, and Placement is '
+                    'not asked for candidates in Placement mode (see '
+                    'docs/placement.rst).'),
+]
+
 DEFAULT_SERVICE_TYPE = 'placement'
 # Seconds a request to Placement may take (keystoneauth1's session
 # ``timeout``, which has none by default): below ``[scheduler]
@@ -73,6 +99,7 @@ def register_opts(conf):
     conf.register_group(placement_database_group)
     conf.register_opts(placement_database_opts,
                        group=placement_database_group)
+    conf.register_opts(placement_candidate_opts, group=placement_group)
 
 
 def list_opts():
@@ -83,6 +110,6 @@ def list_opts():
             ks_loading.get_session_conf_options() + auth_opts +
             [opt for opt in plugin_opts
              if opt.dest not in {o.dest for o in auth_opts}] +
-            _adapter_opts()),
+            _adapter_opts() + placement_candidate_opts),
         placement_database_group: placement_database_opts,
     }

@@ -10,7 +10,10 @@ the earlier ones consumed.  Nova's scheduler since Pike likewise
 considers only the hosts of Placement's ``provider_summaries``.  Not an
 entry point: it cannot be enabled, disabled or ordered by configuration;
 a rebuild (no new resources) skips it, as Nova asks Placement nothing
-for one.
+for one.  The search of candidates over provider trees is bounded by
+``[placement] max_candidate_combinations``: when it stops there and no
+host is left, the filter raises the NoValidHost that names the option
+(``scheduler.placement.trees.Plan.hosts``), which ends the request.
 """
 
 from scheduler import filters

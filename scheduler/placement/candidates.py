@@ -136,6 +136,13 @@ class _Column:
         self.capacity[row] = inventory.capacity
         self.used[row] = provider.usages.get(self.rc, 0)
 
+    def room(self) -> np.ndarray:
+        """How much more each provider can give in all (float64):
+        ``min(int(capacity) - used, max_unit)``, 0 without an
+        inventory."""
+        return np.where(self.has, np.minimum(
+            np.floor(self.capacity) - self.used, self.max_unit), 0.0)
+
     def fits(self, amount: int) -> np.ndarray:
         if amount > MAX_INT:
             # No inventory holds it (and NumPy's int64 may not either).
@@ -196,6 +203,12 @@ class ProviderTable:
         """Boolean mask over the providers: which have an inventory of
         ``rc`` that can hold ``amount`` more (units, step, capacity)."""
         return self._column(rc).fits(amount)
+
+    def room(self, rc: str) -> np.ndarray:
+        """Over the providers (float64): the most of ``rc`` each can give
+        the groups of a request together, ``min(int(capacity) - used,
+        max_unit)`` (0 without an inventory of it)."""
+        return self._column(rc).room()
 
     def with_any_trait(self, names: Iterable[str]) -> np.ndarray:
         """Boolean mask over the providers: which have one of the traits

@@ -4,20 +4,29 @@ The part of a ``scheduler.placement.trees.Plan`` that does not enumerate:
 per group (or, for the spread unsuffixed group, per resource class) a
 ``Unit`` with the providers able to serve it in their own tree and the
 sharing providers able to serve it elsewhere; over the root rows, which
-trees every unit can reach and which surely host the request.  The rules
-are the module docstring's of ``scheduler.placement.trees``.  Masks are
-NumPy booleans over the forest (``Forest.size``) or over its root rows.
+trees every unit can reach, which surely host the request and which
+cannot have room for it (``enough``).  For the search itself, what
+bounds it: ``Remaining`` proves that the groups a partial pick leaves
+cannot all be served (``distinct_providers``: Hall's condition for the
+groups ``isolate`` puts on providers of their own), and ``Steps``
+counts the combinations a search examines, up to its limit (``Cut``).
+The rules are the module docstring's of ``scheduler.placement.trees``.
+Masks are NumPy booleans over the forest (``Forest.size``) or over its
+root rows.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import itertools
+from collections.abc import Collection
 from collections.abc import Mapping
 from collections.abc import Sequence
 
 import numpy as np
 
+from scheduler.placement.candidates import MAX_INT as MAX_AMOUNT
 from scheduler.placement.candidates import RequestGroup
 from scheduler.placement.provider_trees import Forest
 from scheduler.placement.query import Request
@@ -239,6 +248,39 @@ class Matching:
                  for unit in units if unit.suffix == ''])
         return sure
 
+    def enough(self, units: Sequence[Unit]) -> np.ndarray:
+        """Over the root rows: the trees whose providers (with the
+        sharing ones anchored there) have room for what the units asking
+        one resource class ask of it together, and for as many of them
+        as ask it (each taking the least amount asked) -- for each class
+        two units or more ask.  A tree without is no host (the amounts
+        ``Remaining`` checks in a search, over every tree at once)."""
+        forest = self.forest
+        ok = np.ones(len(forest.roots.providers), dtype=bool)
+        counts = collections.Counter(rc for unit in units
+                                     for rc in unit.resources)
+        for rc in sorted(rc for rc, count in counts.items() if count > 1):
+            asking = [unit for unit in units if rc in unit.resources]
+            room = np.maximum(forest.room(rc), 0.0)
+            givers = np.logical_or.reduce([unit.own for unit in asking])
+            givers &= forest.present
+            total = np.bincount(forest.tree_of[givers], weights=room[givers],
+                                minlength=len(ok))
+            anchored: dict[int, set[int]] = {}
+            for unit in asking:
+                for index, anchors in unit.shared:
+                    anchored.setdefault(index, set()).update(anchors)
+            least = min(unit.resources[rc] for unit in asking)
+            fit = np.floor(room / least)
+            fits = np.bincount(forest.tree_of[givers], weights=fit[givers],
+                               minlength=len(ok))
+            for index, trees in anchored.items():
+                total[list(trees)] += room[index]
+                fits[list(trees)] += fit[index]
+            ok &= (total >= sum(unit.resources[rc] for unit in asking)) & (
+                fits >= len(asking))
+        return ok
+
     def count(self, unit: Unit) -> np.ndarray:
         """Over the root rows: how many providers can serve ``unit``
         anchored there."""
@@ -275,3 +317,129 @@ def coupled_sets(units: Sequence[Unit], group_policy: str | None
     for index in range(len(units)):
         sets.setdefault(root(index), []).append(index)
     return [members for members in sets.values() if len(members) > 1]
+
+
+
+class Remaining:
+    """Whether the groups a search has not picked yet can still all be
+    served at one anchor: necessary conditions, so that a search gives
+    up a partial pick (or the whole anchor) that cannot end in a
+    candidate instead of trying every completion of it.  ``groups``: per
+    group in the search's order, the providers a numbered group may use
+    when ``isolate`` puts it on a provider of its own (else None) and
+    the ``parts`` (provider, resource class, amount) of each of its
+    choices.
+
+    * Isolation: the isolated groups left can be given distinct
+      providers not taken yet (``distinct_providers``).
+    * Amounts: for each resource class two groups or more ask, the
+      providers that can give it them have room left (``room`` less the
+      amounts already picked there) for what the groups left ask of it
+      together, and for as many of them as ask it, each taking the
+      least amount asked.
+    """
+
+    def __init__(self, forest: Forest,
+                 groups: Sequence[tuple[frozenset[int] | None,
+                                        Sequence[Sequence[tuple[
+                                            int, str, int]]]]]) -> None:
+        self.forest = forest
+        self.isolated = [isolated for isolated, _ in groups]
+        asked = [{rc: amount for _, rc, amount in options[0]}
+                 if options else {} for _, options in groups]
+        counts = collections.Counter(rc for amounts in asked
+                                     for rc in amounts)
+        # Per shared class, from each depth on: the amount the groups
+        # ask in all, how many ask it, the least one, and the providers
+        # they may take it from.
+        self.needs: dict[str, list[tuple[int, int, int, frozenset[int]]]] = {}
+        for rc in sorted(rc for rc, count in counts.items() if count > 1):
+            need = (0, 0, MAX_AMOUNT, frozenset[int]())
+            self.needs[rc] = [need] * (len(groups) + 1)
+            for depth in range(len(groups) - 1, -1, -1):
+                total, count, least, givers = need
+                amount = asked[depth].get(rc)
+                if amount is not None:
+                    need = (total + amount, count + 1, min(least, amount),
+                            givers | {index for parts in groups[depth][1]
+                                      for index, part_rc, _ in parts
+                                      if part_rc == rc})
+                self.needs[rc][depth] = need
+        self._room: dict[tuple[int, str], int] = {}
+
+    def possible(self, depth: int, taken: Collection[int],
+                 amounts: Mapping[tuple[int, str], int]) -> bool:
+        """Whether the groups from ``depth`` on may still be served,
+        given the providers ``taken`` by isolated groups and the
+        ``amounts`` picked so far ((provider, class) -> amount).  False
+        is a proof that they cannot; True is not a proof that they can.
+        """
+        left = [isolated.difference(taken)
+                for isolated in self.isolated[depth:] if isolated is not None]
+        if any(len(found) < len(left) for found in left) and (
+                not distinct_providers(left)):
+            return False
+        for rc, needs in self.needs.items():
+            total, count, least, givers = needs[depth]
+            if not count:
+                continue
+            room = [max(0, self.room(index, rc) - amounts.get((index, rc), 0))
+                    for index in givers]
+            if total > sum(room) or count > sum(r // least for r in room):
+                return False
+        return True
+
+    def room(self, index: int, rc: str) -> int:
+        """The most of ``rc`` provider ``index`` can give all groups
+        together: ``min(int(capacity) - used, max_unit)``."""
+        found = self._room.get((index, rc))
+        if found is None:
+            provider = self.forest.provider(index)
+            inventory = provider.inventories[rc]
+            found = self._room[index, rc] = min(
+                int(inventory.capacity) - provider.usages.get(rc, 0),
+                inventory.effective_max_unit)
+        return found
+
+
+def distinct_providers(options: Sequence[Collection[int]]) -> bool:
+    """Whether each of the groups whose providers are ``options`` (one
+    collection of forest indices per group) can have one of them, all
+    different: what ``group_policy=isolate`` asks of numbered groups.
+    Hall's condition, decided by a maximum bipartite matching (augmenting
+    paths; groups are few), so that a request asking ``k`` isolated
+    groups of ``k - 1`` providers is refused at once instead of after
+    every permutation of them."""
+    owner: dict[int, int] = {}
+
+    def augment(group: int, seen: set[int]) -> bool:
+        for index in options[group]:
+            if index in seen:
+                continue
+            seen.add(index)
+            if index not in owner or augment(owner[index], seen):
+                owner[index] = group
+                return True
+        return False
+
+    return all(augment(group, set()) for group in range(len(options)))
+
+
+class Cut(Exception):
+    """A search of allocation candidates used up its ``Steps``."""
+
+
+class Steps:
+    """A count of the combinations one search may examine (``limit``;
+    None: no limit): ``take`` raises Cut beyond it."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def take(self, count: int = 1) -> None:
+        """Count ``count`` more combinations examined; Cut when that
+        passes the limit."""
+        self.used += count
+        if self.limit is not None and self.used > self.limit:
+            raise Cut()

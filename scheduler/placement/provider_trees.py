@@ -166,6 +166,11 @@ class Forest:
         return np.concatenate([self.roots.fits_amount(rc, amount),
                                self.children.fits_amount(rc, amount)])
 
+    def room(self, rc: str) -> np.ndarray:
+        """How much of ``rc`` each provider can give a request's groups
+        together (``ProviderTable.room``)."""
+        return np.concatenate([self.roots.room(rc), self.children.room(rc)])
+
     def with_any_trait(self, names: Iterable[str]) -> np.ndarray:
         """Which providers have one of the traits ``names``."""
         names = list(names)

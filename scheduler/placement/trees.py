@@ -85,25 +85,32 @@ when an allocation request anchored to it takes something from its own
 tree (``Plan.hosts``, ``Plan.first``).
 
 Cost.  Each plan evaluation computes, per resource class (spread group)
-or numbered group, a boolean capacity mask over all providers and
-reduces it per tree (a scatter or a count over ``tree_of``): O(units x
-providers) NumPy work.  When no group couples the choices (no required
-traits on the spread group, no class in two groups, no ``isolate``
-between numbered groups, no ``same_subtree``) that is exact and
-``hosts`` stops there.  When they are coupled, a tree surely hosts the
-request when each unit of a coupled set of ``k`` units has ``k``
-providers (distinct ones can be given: nothing merges, ``isolate``
-holds) and one provider holds the spread group's required traits
-(``_surely``); the others are enumerated in Python, stopping at the
-first candidate: O(doubtful trees x combinations).  Measured on one
+or numbered group, a boolean capacity mask over all providers reduced
+per tree: O(units x providers) NumPy work.  When no group couples the
+choices (no required traits on the spread group, no class in two
+groups, no ``isolate`` between numbered groups, no ``same_subtree``)
+that is exact.  When they are coupled, a tree surely hosts the request
+when each unit of a coupled set of ``k`` units has ``k`` providers and
+one provider holds the spread group's required traits
+(``Matching.surely``), and surely not when its providers lack room for
+what the groups asking one class ask of it together
+(``Matching.enough``).  The others are searched depth-first up to the
+first candidate, a partial pick dropped once the groups left cannot be
+served (``matching.Remaining``: distinct providers for the isolated
+groups, by a bipartite matching; room for the amounts): ``k`` isolated
+groups over ``k - 1`` providers are refused at once.  A search examines
+at most ``[placement] max_candidate_combinations`` combinations
+(``Plan.limit``: 100,000, about 0.25 s of one core), shared among the
+trees in doubt (``Plan._search``); a tree left undecided hosts nothing
+for the rest of the request (``Plan.cut``, logged), and a request left
+without any host gets NoValidHost naming the option.  Measured on one
 core at 10,000 compute nodes with two VGPU and two bandwidth children
-each: ``hosts`` 1.1 ms for the VGPU in the unsuffixed group, 1.7 ms for
-two ports asking bandwidth in numbered groups, 17 ms with a required
-VGPU trait (1,500 trees enumerated); 0.2 to 1.7 ms at 1,000.  The full
-answer (``allocation_candidates``: 15,000 to 36,000 allocation requests
-there) enumerates every combination of the surviving trees, as
-Placement does: 1 to 3 s, one Python object per candidate and provider
-summary; the view never builds it.
+each: ``hosts`` 1 ms for a VGPU in the unsuffixed group, 1.4 ms for two
+ports asking bandwidth in numbered groups, 85 ms with a VGPU trait one
+tree in seven has (8,571 trees searched), 230 ms for three VGPU groups
+(5,000 searched).  The full answer (``allocation_candidates``, not
+limited) enumerates every combination, as Placement; the view never
+builds it.
 """
 
 from __future__ import annotations
@@ -117,13 +124,21 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from oslo_log import log as logging
 
+from scheduler import exception
+from scheduler.conf import CONF
 from scheduler.placement.candidates import RequestGroup
 from scheduler.placement.candidates import provider_summary
+from scheduler.placement.matching import Cut
 from scheduler.placement.matching import Matching
+from scheduler.placement.matching import Remaining
+from scheduler.placement.matching import Steps
 from scheduler.placement.matching import Unit
 from scheduler.placement.provider_trees import Forest
 from scheduler.placement.query import Request
+
+LOG = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,61 +185,130 @@ class AllocationRequest:
 
 class Plan:
     """``request`` over ``forest`` (see the module): its ``Matching``
-    (what each group may use, read once) and the enumeration of the
-    allocation requests at the forest's current use.  A plan is for one
-    request: it must not outlive a ``Forest.replace``."""
+    (read once) and the search of its allocation requests at the
+    forest's current use, ``limit`` combinations at most per search
+    (None: ``[placement] max_candidate_combinations``); ``cut``: the root
+    rows left undecided, out for the rest of the request.  A plan is
+    for one request: it must not outlive a ``Forest.replace``."""
 
-    def __init__(self, forest: Forest, request: Request) -> None:
+    def __init__(self, forest: Forest, request: Request,
+                 limit: int | None = None) -> None:
         self.forest = forest
         self.request = request
         self.matching = Matching(forest, request)
+        self.limit = (CONF.placement.max_candidate_combinations
+                      if limit is None else limit)
+        self.cut: set[int] = set()
+        self._hosted = False
 
     def hosts(self) -> np.ndarray:
         """Over the root rows: which compute nodes can host the request
         now (an allocation request anchored there takes something from
-        its own tree)."""
+        its own tree), the trees in doubt searched within ``limit``
+        (``_search``).  NoValidHost, naming the limit, when that search
+        was cut and the request never had a host."""
         units = self.matching.units()
         _, hosting = self.matching.reach(units)
         if not self.matching.coupled:
             return hosting
-        surely = self.matching.surely(units, hosting)
-        doubtful = np.flatnonzero(hosting & ~surely)
+        doubtful = np.flatnonzero(
+            hosting & ~self.matching.surely(units, hosting))
+        cut: list[int] = []
         if doubtful.size:
-            serving = self._serving(units, doubtful)
-            for tree in doubtful.tolist():
-                hosting[tree] = self._first(units, tree, serving) is not None
+            hosting[doubtful] = False
+            doubtful = doubtful[self.matching.enough(units)[doubtful]]
+            found, cut = self._search(units, [
+                tree for tree in doubtful.tolist() if tree not in self.cut])
+            hosting[found] = True
+        if cut and not hosting.any() and not self._hosted:
+            raise exception.NoValidHost(reason=self.capped(len(cut)))
+        self._hosted |= bool(hosting.any())
         return hosting
+
+    def _search(self, units: Sequence[Unit], trees: list[int]
+                ) -> tuple[list[int], list[int]]:
+        """Search ``trees`` (root rows) for a first allocation request
+        within ``limit`` combinations in all: each tree in turn its share
+        of what is left, then the trees cut short all of what is left,
+        in turn (so one tree that cannot be decided does not hide the
+        others).  Returns the trees found hosting and those cut (logged,
+        and kept in ``cut``)."""
+        serving = self._serving(units, trees)
+        left, found, todo = self.limit, [], trees
+        for fair in (True, False):
+            again = []
+            for done, tree in enumerate(todo):
+                share = left // (len(todo) - done) if fair else left
+                hosts, used = self._try(units, tree, serving, share)
+                left -= used
+                if hosts is None:
+                    again.append(tree)
+                elif hosts:
+                    found.append(tree)
+            todo = again
+        if todo:
+            self.cut.update(todo)
+            LOG.warning('%s', self.capped(len(todo)))
+        return found, todo
+
+    def _try(self, units: Sequence[Unit], tree: int,
+             serving: Sequence[Mapping[int, list[int]]], limit: int
+             ) -> tuple[bool | None, int]:
+        """Whether ``tree`` hosts the request within ``limit``
+        combinations (None: cut), and how many it examined."""
+        steps = Steps(limit)
+        try:
+            hosts = self._first(units, tree, serving, steps) is not None
+        except Cut:
+            return None, limit
+        return hosts, steps.used
+
+    def capped(self, cut: int) -> str:
+        """Why a search of this request stopped: the refusal's reason."""
+        return ('The search of allocation candidates stopped at '
+                '[placement] max_candidate_combinations = %d combinations '
+                'of resource providers: %d compute node(s) left undecided '
+                '(%d request groups, group_policy %s).' % (
+                    self.limit, cut, len(self.request.groups),
+                    self.request.group_policy or 'none'))
 
     def first(self, tree: int) -> AllocationRequest | None:
         """The first allocation request anchored to root row ``tree``
         that takes something from its own tree, at the current use;
-        None when there is none."""
+        None when there is none (or the tree's search was cut before).
+        Raises NoValidHost, naming the limit, when this search is cut."""
         units = self.matching.units()
         reachable, hosting = self.matching.reach(units)
-        if not hosting[tree]:
+        if not hosting[tree] or tree in self.cut:
             return None
-        return self._first(units, tree, self._serving(units, [tree]))
+        try:
+            return self._first(units, tree, self._serving(units, [tree]),
+                               Steps(self.limit))
+        except Cut:
+            raise exception.NoValidHost(reason=self.capped(1)) from None
 
     def _first(self, units: Sequence[Unit], tree: int,
-               serving: Sequence[Mapping[int, list[int]]]
+               serving: Sequence[Mapping[int, list[int]]], steps: Steps
                ) -> AllocationRequest | None:
         forest = self.forest
-        for found in self._at(units, tree, serving):
+        for found in self._at(units, tree, serving, steps):
             if any(forest.tree_of[index] == tree and forest.present[index]
                    for index in found.allocations):
                 return found
         return None
 
     def allocation_requests(self) -> list[AllocationRequest]:
-        """Every distinct allocation request, in our order (module)."""
+        """Every distinct allocation request, in our order (module); not
+        limited (Placement's whole answer)."""
         units = self.matching.units()
         reachable, _ = self.matching.reach(units)
         trees = np.flatnonzero(reachable)
         serving = self._serving(units, trees)
+        steps = Steps(None)
         seen: set[Any] = set()
         found = []
         for tree in trees.tolist():
-            for request in self._at(units, tree, serving):
+            for request in self._at(units, tree, serving, steps):
                 key = request.key()
                 if key not in seen:
                     seen.add(key)
@@ -264,17 +348,18 @@ class Plan:
         return found
 
     def _at(self, units: Sequence[Unit], tree: int,
-            serving: Sequence[Mapping[int, list[int]]]
+            serving: Sequence[Mapping[int, list[int]]], steps: Steps
             ) -> Iterator[AllocationRequest]:
         """The allocation requests anchored to root row ``tree``
-        (``serving``: ``_serving``'s, for ``tree`` among others)."""
+        (``serving``: ``_serving``'s, for ``tree`` among others), each
+        combination examined taken from ``steps``."""
         by_group: dict[str, list[list[int]]] = {}
         for unit, by_tree in zip(units, serving, strict=True):
             by_group.setdefault(unit.suffix, []).append(by_tree.get(tree, []))
         choices = []
         for suffix, group in self.request.groups.items():
             if suffix == '' and self.matching.spread:
-                found = self._spread_choices(group, by_group[suffix])
+                found = self._spread_choices(group, by_group[suffix], steps)
             else:
                 found = [_Choice(tuple((index, rc, amount) for rc, amount
                                        in group.resources.items()),
@@ -283,16 +368,18 @@ class Plan:
             if not found:
                 return
             choices.append((suffix, found))
-        yield from self._combine(tree, choices, 0, [], {})
+        yield from _Search(self, tree, choices, steps).run()
 
     def _spread_choices(self, group: RequestGroup,
-                        serving: list[list[int]]) -> list[_Choice]:
+                        serving: list[list[int]], steps: Steps
+                        ) -> list[_Choice]:
         """The spread group's choices: one provider per resource class
         (the units' order), whose traits together hold the required
         ones."""
         classes = sorted(group.resources)
         found = []
         for picked in itertools.product(*serving):
+            steps.take()
             providers = frozenset(picked)
             if group.required:
                 traits = frozenset().union(*(
@@ -306,41 +393,65 @@ class Plan:
                 providers, None))
         return found
 
-    def _combine(self, tree: int, choices: list[tuple[str, list[_Choice]]],
-                 depth: int, picked: list[tuple[str, _Choice]],
+
+class _Search:
+    """The allocation requests of ``plan`` anchored to root row
+    ``tree``: depth-first over the groups' ``choices`` (per group, in
+    the request's order, its suffix and its ways of being served there),
+    pruning a partial pick that ``isolate`` or a merged amount rules
+    out, or after which the groups left cannot all be served
+    (``matching.Remaining``).  Each choice tried is taken from
+    ``steps``."""
+
+    def __init__(self, plan: Plan, tree: int,
+                 choices: list[tuple[str, list[_Choice]]],
+                 steps: Steps) -> None:
+        self.forest = plan.forest
+        self.request = plan.request
+        self.tree = tree
+        self.choices = choices
+        self.steps = steps
+        self.isolate = plan.request.group_policy == 'isolate'
+        self.remaining = Remaining(self.forest, [
+            (frozenset(choice.single for choice in options
+                       if choice.single is not None)
+             if self.isolate and suffix else None,
+             [choice.parts for choice in options])
+            for suffix, options in choices])
+
+    def run(self) -> Iterator[AllocationRequest]:
+        """The allocation requests, in the choices' order."""
+        yield from self._combine(0, [], {})
+
+    def _combine(self, depth: int, picked: list[tuple[str, _Choice]],
                  amounts: dict[tuple[int, str], int]
                  ) -> Iterator[AllocationRequest]:
-        """Depth-first over the groups' choices, pruning a partial pick
-        that ``isolate`` or a merged amount rules out."""
-        if depth == len(choices):
+        if depth == len(self.choices):
             if self._same_subtree(picked):
-                yield self._request(tree, picked, amounts)
+                yield self._request(picked, amounts)
             return
-        suffix, options = choices[depth]
-        isolate = self.request.group_policy == 'isolate'
-        taken = {choice.single for sfx, choice in picked if sfx}
+        taken = {choice.single for sfx, choice in picked
+                 if sfx and choice.single is not None}
+        self.steps.take()
+        if not self.remaining.possible(depth, taken, amounts):
+            return
+        suffix, options = self.choices[depth]
         for choice in options:
-            if isolate and suffix and choice.single in taken:
+            self.steps.take()
+            if self.isolate and suffix and choice.single in taken:
                 continue
             added = dict(amounts)
             for index, rc, amount in choice.parts:
                 added[index, rc] = added.get((index, rc), 0) + amount
-            if not all(self._room(index, rc, added[index, rc])
+            # A merged amount is checked again: ``used + amount <=
+            # int(capacity)`` and ``amount <= max_unit``.
+            if not all(added[index, rc] <= self.remaining.room(index, rc)
                        for index, rc, _ in choice.parts
                        if (index, rc) in amounts):
                 continue
             picked.append((suffix, choice))
-            yield from self._combine(tree, choices, depth + 1, picked, added)
+            yield from self._combine(depth + 1, picked, added)
             picked.pop()
-
-    def _room(self, index: int, rc: str, amount: int) -> bool:
-        """Whether a merged ``amount`` of ``rc`` fits provider ``index``:
-        ``used + amount <= int(capacity)`` and ``amount <= max_unit``."""
-        provider = self.forest.provider(index)
-        inventory = provider.inventories[rc]
-        return (provider.usages.get(rc, 0) + amount <=
-                int(inventory.capacity) and
-                amount <= inventory.effective_max_unit)
 
     def _same_subtree(self, picked: list[tuple[str, _Choice]]) -> bool:
         """For each ``same_subtree``: one of its groups' providers is an
@@ -357,7 +468,7 @@ class Plan:
                 return False
         return True
 
-    def _request(self, tree: int, picked: list[tuple[str, _Choice]],
+    def _request(self, picked: list[tuple[str, _Choice]],
                  amounts: Mapping[tuple[int, str], int]
                  ) -> AllocationRequest:
         allocations: dict[int, dict[str, int]] = {}
@@ -367,7 +478,7 @@ class Plan:
         for suffix, choice in picked:
             mappings[suffix] = mappings.get(suffix, frozenset()) | \
                 choice.providers
-        return AllocationRequest(tree, allocations, mappings)
+        return AllocationRequest(self.tree, allocations, mappings)
 
 
 def allocation_candidates(forest: Forest, request: Request

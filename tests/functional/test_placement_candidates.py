@@ -10,10 +10,17 @@ Both answers must list the same allocation requests and the same
 provider summaries for the example's providers (the session's Placement
 holds others too; the rules are per provider), or both refuse the
 request (Placement's 400, our ValueError).
+
+Numbered groups over a tree of few VGPU providers (issue 31, item 7):
+where Placement can answer, ours is its answer; the requests that took
+hours (12 isolated groups over 11 VGPUs) are refused by the view within
+a second of CPU, and one no proof decides stops at ``[placement]
+max_candidate_combinations`` with a NoValidHost naming it.
 """
 
 import dataclasses
 import json
+import time
 import uuid
 
 import pytest
@@ -25,9 +32,11 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from placement_api import PlacementAPI
 
+from scheduler import exception
 from scheduler.placement import candidates
 from scheduler.placement import database
 from scheduler.placement import query
+from scheduler.placement import trees as tree_candidates
 from scheduler.placement import view
 
 RESOURCE_CLASSES = ('VCPU', 'MEMORY_MB', 'DISK_GB', 'CUSTOM_GOLD')
@@ -287,3 +296,170 @@ def test_an_amount_beyond_any_inventory_answers_as_placement(
         mine = {provider.uuid}
         assert _ours_only(ours, mine) == _ours_only(reply.json(), mine)
         assert ours['allocation_requests'] == []
+
+
+# -- numbered groups over too few providers (issue 31, item 7) --------------
+
+# CPU seconds one request's candidates may take in memory.
+CPU_BOUND = 1.0
+LIMIT_OPTION = '[placement] max_candidate_combinations'
+
+
+def _gpu_tree(gpus, amount=1, trait_on_first=False, numa=False):
+    """A compute node with ``gpus`` VGPU providers of ``amount`` each
+    (the first with ``CUSTOM_GPU_ONLY`` when asked), each under a NUMA
+    node of its own with ``numa``: ``Provider`` objects, parents
+    first."""
+    root = candidates.Provider(
+        uuid=str(uuid.uuid4()), name='gpus-%s' % uuid.uuid4().hex[:12],
+        inventories={'VCPU': candidates.Inventory(total=64, max_unit=64)})
+    providers = [root]
+    for index in range(gpus):
+        parent = root.uuid
+        if numa:
+            node = candidates.Provider(
+                uuid=str(uuid.uuid4()), name='%s-numa%d' % (root.name, index),
+                inventories={'VCPU': candidates.Inventory(4, max_unit=4)},
+                parent_uuid=root.uuid, root_uuid=root.uuid)
+            providers.append(node)
+            parent = node.uuid
+        providers.append(candidates.Provider(
+            uuid=str(uuid.uuid4()), name='%s-gpu%d' % (root.name, index),
+            inventories={'VGPU': candidates.Inventory(amount,
+                                                      max_unit=amount)},
+            traits=frozenset(['CUSTOM_GPU_ONLY']
+                             if trait_on_first and index == 0 else []),
+            parent_uuid=parent, root_uuid=root.uuid))
+    return providers
+
+
+def _numbered(groups, policy, amount=1, **extra):
+    params = {'resources': 'VCPU:1', 'group_policy': policy, **extra}
+    for suffix in range(1, groups + 1):
+        params['resources%d' % suffix] = 'VGPU:%d' % amount
+    return params
+
+
+def _canonical_requests(body, mine):
+    return sorted(json.dumps({
+        'allocations': request['allocations'],
+        'mappings': {suffix: sorted(uuids) for suffix, uuids
+                     in request['mappings'].items()}}, sort_keys=True)
+        for request in body['allocation_requests']
+        if set(request['allocations']) <= mine)
+
+
+@pytest.fixture
+def gpu_trees(placement_server, placement_db):
+    """``write(providers)``: the providers written to this module's
+    Placement, then ``(api, view)``: a client and a PlacementView that
+    read them; every provider written is deleted afterwards."""
+    api = PlacementAPI(placement_server.url, microversion=MICROVERSION)
+    api.ensure(['CUSTOM_GPU_ONLY'])
+    written = []
+
+    def write(providers):
+        for provider in providers:
+            api.add_tree_provider(provider)
+            written.append(provider)
+        placement_view = view.PlacementView(placement_db)
+        placement_view.refresh()
+        return api, placement_view
+
+    yield write
+    api.delete(written)
+
+
+# (numbered groups, VGPU providers, VGPUs per group, policy, options,
+#  allocation requests): small enough for Placement's own product of
+# every group's candidates.
+SMALL_CASES = [
+    (3, 4, 1, 'isolate', {}, 24),
+    (4, 4, 1, 'isolate', {}, 24),
+    (5, 4, 1, 'isolate', {}, 0),
+    (5, 4, 1, 'none', {}, 0),
+    (4, 4, 1, 'none', {}, 24),
+    # Two groups only the first VGPU can serve: as many providers as
+    # groups, but not one each (Hall's condition).
+    (4, 4, 1, 'isolate', {'required3': 'CUSTOM_GPU_ONLY',
+                          'required4': 'CUSTOM_GPU_ONLY'}, 0),
+    (4, 4, 1, 'isolate', {'required4': 'CUSTOM_GPU_ONLY'}, 6),
+    # Groups of 2 VGPUs over providers of 3: one group each at most.
+    (4, 4, 2, 'none', {}, 24),
+    (5, 4, 2, 'none', {}, 0),
+]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize('groups, gpus, amount, policy, extra, count',
+                         SMALL_CASES)
+def test_numbered_groups_over_few_providers_equal_placements(
+        gpu_trees, groups, gpus, amount, policy, extra, count):
+    """Numbered VGPU groups over a tree of few VGPU providers: our
+    allocation requests (the pruned search) are a real Placement's,
+    candidates or none."""
+    providers = _gpu_tree(gpus, amount=amount + (amount > 1),
+                          trait_on_first=bool(extra))
+    api, placement_view = gpu_trees(providers)
+    mine = {provider.uuid for provider in providers}
+    params = _numbered(groups, policy, amount, **extra)
+    reply = api.client.get('/allocation_candidates', params=params)
+    assert reply.status_code == 200, reply.text[:300]
+    request = query.Request.from_query(params)
+    ours = tree_candidates.allocation_candidates(placement_view.forest,
+                                                 request)
+    assert _canonical_requests(ours, mine) == _canonical_requests(
+        reply.json(), mine), params
+    assert len(_canonical_requests(ours, mine)) == count
+    current = placement_view.candidates(params)
+    placement_view.current = current
+    hosts = placement_view.passes([providers[0].uuid]).tolist()
+    assert hosts == [bool(_canonical_requests(ours, mine))]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize('groups, gpus, policy', [
+    (10, 9, 'isolate'), (11, 10, 'isolate'), (12, 11, 'isolate'),
+    (12, 11, 'none')])
+def test_issue_31_requests_are_refused_within_a_second(
+        gpu_trees, groups, gpus, policy):
+    """Issue 31's requests (10 numbered groups over 9 VGPU providers
+    took 5.4 s of CPU, 11 over 10 47 s, 12 over 11 hours): through the
+    view over Placement's database, no host, within a second of CPU --
+    proven, not cut.  Placement 16.0.0 itself would multiply every
+    group's candidates (9^10 combinations): it is not asked."""
+    providers = _gpu_tree(gpus)
+    _, placement_view = gpu_trees(providers)
+    started = time.process_time()
+    placement_view.current = placement_view.candidates(
+        _numbered(groups, policy))
+    hosts = placement_view.passes([providers[0].uuid]).tolist()
+    spent = time.process_time() - started
+    assert hosts == [False]
+    assert spent < CPU_BOUND
+    assert placement_view.current.plan.cut == set()
+
+
+@pytest.mark.timeout(120)
+def test_an_undecidable_request_names_the_limit(gpu_trees):
+    """Eight isolated groups in one subtree over twelve VGPUs under NUMA
+    nodes of their own: no proof applies, the search stops at the
+    option and NoValidHost names it, within a second of CPU.  With three
+    groups over four VGPUs, Placement's own answer is ours: none."""
+    providers = _gpu_tree(12, numa=True)
+    api, placement_view = gpu_trees(providers)
+    groups = _numbered(8, 'isolate', same_subtree=','.join(
+        str(suffix) for suffix in range(1, 9)))
+    started = time.process_time()
+    placement_view.current = placement_view.candidates(groups)
+    with pytest.raises(exception.NoValidHost) as raised:
+        placement_view.passes([providers[0].uuid])
+    assert time.process_time() - started < CPU_BOUND
+    assert LIMIT_OPTION in str(raised.value)
+    small = _numbered(3, 'isolate', same_subtree='1,2,3')
+    reply = api.client.get('/allocation_candidates', params=small)
+    assert reply.status_code == 200, reply.text[:300]
+    mine = {provider.uuid for provider in providers}
+    assert _canonical_requests(reply.json(), mine) == []
+    assert _canonical_requests(tree_candidates.allocation_candidates(
+        placement_view.forest, query.Request.from_query(small)), mine) == []
