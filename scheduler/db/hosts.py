@@ -24,6 +24,7 @@ has nothing beating for it unless ``heartbeat_compute_services`` is run
 """
 
 import collections
+import datetime
 import typing
 
 import sqlalchemy as sa
@@ -230,10 +231,11 @@ def service_update(context, service_id: int, values: Row) -> Row:
         return _service_get(session, service_id)
 
 
-def _heartbeat_values():
+def _heartbeat_values(at=None):
     """A heartbeat, as Nova's database servicegroup driver writes it:
-    ``report_count + 1``, ``last_seen_up`` = ``updated_at`` = now."""
-    now = api._utcnow()
+    ``report_count + 1``, ``last_seen_up`` = ``updated_at`` = ``at``
+    (naive UTC, the writer's clock; default now)."""
+    now = at or api._utcnow()
     return {'report_count': SERVICES.c.report_count + 1,
             'last_seen_up': now, 'updated_at': now}
 
@@ -380,11 +382,14 @@ def set_compute_service_disabled(context, host: str, disabled: bool,
 
 
 def heartbeat_compute_services(context,
-                               hosts: list[str] | None = None) -> list[str]:
+                               hosts: list[str] | None = None,
+                               at: datetime.datetime | None = None
+                               ) -> list[str]:
     """Record a heartbeat of the live ``nova-compute`` services of
     ``hosts`` (all of them with None) in one UPDATE, as the services
-    themselves do every ``report_interval`` (``_heartbeat_values``).
-    Returns the host names stamped, sorted.
+    themselves do every ``report_interval`` (``_heartbeat_values``),
+    stamped ``at`` (naive UTC: the clock of the hosts, which may lag the
+    scheduler's; default now).  Returns the host names stamped, sorted.
     """
     condition = [api._live(SERVICES), SERVICES.c.binary == COMPUTE_BINARY]
     if hosts is not None:
@@ -393,7 +398,7 @@ def heartbeat_compute_services(context,
     with api.context_manager.writer.using(context) as session:
         stamped = sorted(session.execute(found).scalars())
         session.execute(sa.update(SERVICES).where(*condition)
-                        .values(**_heartbeat_values()))
+                        .values(**_heartbeat_values(at)))
     return stamped
 
 

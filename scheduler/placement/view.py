@@ -277,7 +277,11 @@ class PlacementView:
         ``current`` for ``passes``, ``consume`` and
         ``allocation_request``.  Raises NoValidHost when a requested
         host or node names no compute node or a request filter fails,
-        InvalidRequestSpec for a request Nova refuses to translate."""
+        InvalidRequestSpec for a request Nova refuses to translate.  The
+        search over provider trees is bounded by ``[placement]
+        max_candidate_combinations`` (``scheduler.placement.trees``):
+        nodes it leaves undecided are no candidates, and the candidate
+        filter raises NoValidHost naming the option when none is left."""
         query = request_lib.for_scheduling(spec_obj, None, find_nodes)
         request_filters.apply(query, spec_obj, aggregates, CONF)
         self.current = self.candidates(query.query_params())

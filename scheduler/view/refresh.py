@@ -2,10 +2,12 @@
 
 ``Refresher`` owns the host view's HostStates (``host_state_map``) and
 its ``HostTable`` (``table``) and brings them up to date through
-``scheduler.db.source``: change reads, the sweep of late rows, and full
-reads (docs/refresh.rst).  It takes each host's aggregates and instances
-from the trackers of ``scheduler.view.tracking``.  Not thread-safe: the
-host manager's lock guards it.  It records the time of each read and
+``scheduler.db.source``: change reads, the sweep of late rows (with the
+service rows whose heartbeat is about to look down,
+``servicegroup.Suspects``), and full reads (docs/refresh.rst).  It
+takes each host's aggregates and instances from the trackers of
+``scheduler.view.tracking``.  Not thread-safe: the host manager's lock
+guards it.  It records the time of each read and
 the hosts and age of the view each decision uses
 (``scheduler.observability.metrics``).
 """
@@ -25,6 +27,7 @@ from oslo_utils import timeutils
 
 from scheduler.conf import CONF
 from scheduler.observability import metrics
+from scheduler.view import servicegroup
 from scheduler.view import tracking
 from scheduler.view.host_state import HostState
 from scheduler.view.host_table import HostTable
@@ -36,7 +39,9 @@ LOG = logging.getLogger(__name__)
 
 COMPUTE_BINARY = 'nova-compute'
 # How much earlier than the previous sweep the next one starts: the
-# commit delay and writer clock lag that a sweep forgives.
+# commit delay and writer clock lag that a sweep forgives (a service's
+# heartbeat later than that is read again by id before it can look
+# down: ``servicegroup.Suspects``).
 CLOCK_MARGIN = datetime.timedelta(seconds=1)
 # Seconds between two sweeps (see ``Refresher.refresh_changes``).
 SWEEP_INTERVAL = 1.0
@@ -61,6 +66,7 @@ class Refresher:
         self._skipped: dict[int, str] = {}       # id -> host, no service
         self._reread: set[int] = set()           # ids to copy again
         self._service_seen: dict[int, Any] = {}  # services.id -> version
+        self.suspects = servicegroup.Suspects()  # heartbeats to re-read
         # Naive UTC starts of the last read and of the last sweep, and
         # monotonic times of the last sweep, full read and read: set by
         # the first (full) read, which comes before any other.
@@ -156,6 +162,7 @@ class Refresher:
         else:
             self.table = HostTable(states)
         self._reread.clear()
+        self.suspects.clear()
         self._service_seen = {svc['id']: source.row_version('services', svc)
                               for svc in services.values()}
         self._last_read = self._swept_from = started
@@ -201,7 +208,9 @@ class Refresher:
         clock lags ours, is caught by the sweep: at most every
         ``SWEEP_INTERVAL`` seconds, the versions of the rows stamped since
         ``CLOCK_MARGIN`` before the previous sweep are compared with ours,
-        and the rows that differ are read in full.
+        and the rows that differ are read in full, with the rows of the
+        services whose heartbeat is about to look down
+        (``servicegroup.Suspects``), however late they came.
         """
         if self._full_refresh_due():
             return False
@@ -214,8 +223,9 @@ class Refresher:
             context, self._last_read - self.source.timestamp_resolution(),
             COMPUTE_BINARY)
         sweeping = now - self._last_sweep >= SWEEP_INTERVAL
+        suspects: set[int] = set()
         if sweeping:
-            self._add_late_rows(context, changes)
+            suspects = self._add_late_rows(context, changes, started)
         if not self._same_nodes(changes['compute_nodes'],
                                 changes['deleted_compute_node_ids'],
                                 changes['services']):
@@ -224,6 +234,7 @@ class Refresher:
                                            changes['compute_nodes'])
         changed += self._apply_instance_rows(context, changes['instances'])
         self.table.sync(changed)
+        self.suspects.read(suspects, now)
         self.table.sync(self._apply_service_rows(changes['services']),
                         part='service')
         self._last_read = started
@@ -234,42 +245,31 @@ class Refresher:
             self._last_sweep = self._last_delta
         return True
 
-    def _add_late_rows(self, context: Any, changes: dict[str, Any]) -> None:
+    def _add_late_rows(self, context: Any, changes: dict[str, Any],
+                       now: datetime.datetime) -> set[int]:
         """Add to ``changes`` the compute node and service rows stamped
         since ``CLOCK_MARGIN`` before the previous sweep whose version is
-        not the one we hold (nor in ``changes``), and the instance rows
-        of that window."""
+        not the one we hold (nor in ``changes``), the rows of the
+        services ``suspects`` names at ``now`` (naive UTC), and the
+        instance rows of that window; returns the suspects' ids."""
         since = self._swept_from - CLOCK_MARGIN
         versions = self.source.get_change_versions_since(context, since,
                                                          COMPUTE_BINARY)
-        read = {(name, row['id']) for name in ('compute_nodes', 'services')
-                for row in changes[name]}
-        read.update(('compute_nodes', node_id)
-                    for node_id in changes['deleted_compute_node_ids'])
-        late = {name: [row_id for row_id, version in found.items()
-                       if (name, row_id) not in read and
-                       version != self._held_version(name, row_id)]
-                for name, found in versions.items()}
-        if late['compute_nodes'] or late['services']:
-            LOG.debug('Reading %d compute node and %d service row(s) '
-                      'committed after a read they predate',
-                      len(late['compute_nodes']), len(late['services']))
-            rows = self.source.get_rows_by_ids(
-                context, late['compute_nodes'], late['services'])
-            for name in ('compute_nodes', 'services'):
-                changes[name] = changes[name] + rows[name]
-            changes['deleted_compute_node_ids'] |= rows[
-                'deleted_compute_node_ids']
+        late = _late_ids(versions, changes, {
+            'compute_nodes': self._seen, 'services': self._service_seen})
+        suspects = set(self.suspects.due(self.table, now, time.monotonic())
+                       ).difference(row['id'] for row in changes['services'])
+        rows = _rows_by_ids(self.source, context, late['compute_nodes'],
+                            late['services'] | suspects)
+        for name in ('compute_nodes', 'services'):
+            changes[name] = changes[name] + rows[name]
+        changes['deleted_compute_node_ids'] |= rows['deleted_compute_node_ids']
         known = {row['id'] for row in changes['instances']}
         changes['instances'] = changes['instances'] + [
             row for row in self.source.get_instance_changes_since(
                 context, since)
             if row['id'] not in known]
-
-    def _held_version(self, name: str, row_id: int) -> Any:
-        """The ``row_version`` of the row we hold, or None."""
-        seen = self._seen if name == 'compute_nodes' else self._service_seen
-        return seen.get(row_id)
+        return suspects
 
     def _same_nodes(self, computes: Iterable[Row], deleted: set[int],
                     services: Iterable[Row]) -> bool:
@@ -314,8 +314,10 @@ class Refresher:
                             ) -> list[HostState]:
         changed = []
         for svc in services:
-            self._service_seen[svc['id']] = self.source.row_version(
-                'services', svc)
+            version = self.source.row_version('services', svc)
+            if self._service_seen.get(svc['id']) != version:
+                self._service_seen[svc['id']] = version
+                self.suspects.changed((svc['id'],))
             for state in self.states_of([svc['host']]):
                 if state.service != svc:
                     state.update(service=svc)
@@ -339,3 +341,34 @@ class Refresher:
             return []
         self.instances.read(context, hosts)
         return self.give_instances(hosts)
+
+
+def _late_ids(versions: dict[str, dict[int, Any]], changes: dict[str, Any],
+              held: dict[str, dict[int, Any]]) -> dict[str, set[int]]:
+    """``{table: ids}``: the compute node and service rows of
+    ``versions`` (``get_change_versions_since``) that are not in
+    ``changes`` and whose version is not the one ``held`` (``{table:
+    {id: row_version}}``)."""
+    read = {(name, row['id']) for name in ('compute_nodes', 'services')
+            for row in changes[name]}
+    read.update(('compute_nodes', node_id)
+                for node_id in changes['deleted_compute_node_ids'])
+    return {name: {row_id for row_id, version in found.items()
+                   if (name, row_id) not in read and
+                   version != held[name].get(row_id)}
+            for name, found in versions.items()}
+
+
+def _rows_by_ids(source: Any, context: Any, node_ids: set[int],
+                 service_ids: set[int]) -> dict[str, Any]:
+    """``source.get_rows_by_ids`` of the compute node and service rows of
+    these ids, read again by the sweep (no read when there is none)."""
+    if not (node_ids or service_ids):
+        return {'compute_nodes': [], 'services': [],
+                'deleted_compute_node_ids': set()}
+    LOG.debug('Reading %d compute node and %d service row(s) committed '
+              'after a read they predate, or whose heartbeat is old',
+              len(node_ids), len(service_ids))
+    rows: dict[str, Any] = source.get_rows_by_ids(context, node_ids,
+                                                  service_ids)
+    return rows

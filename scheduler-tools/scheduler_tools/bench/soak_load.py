@@ -21,6 +21,7 @@ from scheduler_tools.bench import load_services
 from scheduler_tools.bench import report
 from scheduler_tools.bench import soak_audit
 from scheduler_tools.bench import soak_casts
+from scheduler_tools.bench import soak_heartbeats
 from scheduler_tools.bench import soak_measure
 from scheduler_tools.bench import soak_probe
 from scheduler_tools.bench import soak_report
@@ -112,7 +113,8 @@ def run(ctx, api, hosts, services, settings, count_db, db_url):
     stop = threading.Event()
     result = {}
     died = 0
-    with report.JsonLines(samples_path) as out, load_callers.heartbeats():
+    with report.JsonLines(samples_path) as out, \
+            soak_heartbeats.heartbeats(settings.heartbeat_lag_s) as beats:
         started = time.monotonic()
         progress = ((lambda row: soak_report.print_sample(
             row, settings.duration_s)) if settings.progress else None)
@@ -170,9 +172,11 @@ def run(ctx, api, hosts, services, settings, count_db, db_url):
     totals = {'errors': calls.timings.errors,
               'timeouts': calls.timeouts,
               'refused': getattr(calls, 'refused', 0)}
+    expected_up = sum(not host.forced_down for host in hosts)
     checks, growth, trends = soak_verdict.verdict(
         sampler.samples, audit, found, totals, probe_summary, died,
-        warmup_s, settings.rss_growth_limit_pct)
+        warmup_s, settings.rss_growth_limit_pct,
+        expected_up if settings.metrics else None)
     verified = all(check['passed'] for check in checks.values())
     latencies = report.percentiles_ms(window.all_ms)
     counts = world.counters()
@@ -207,6 +211,10 @@ def run(ctx, api, hosts, services, settings, count_db, db_url):
         'view_age_max_s': max((s['view_age_s'] for s in sampler.samples
                                if s.get('view_age_s') is not None),
                               default=None),
+        'heartbeat_lag_s': settings.heartbeat_lag_s,
+        'heartbeat_max_s': round(max(beats), 2),
+        'hosts_up_expected': expected_up,
+        'hosts_up_fewest': soak_verdict.fewest_up(sampler.samples),
         'rss': growth, 'rss_peak_mb': round(rss_peak, 1) or None,
         'trends': trends,
         'drained_s': drained_s,

@@ -94,17 +94,20 @@ def parse_metrics(text):
     ``view_age_s`` (``scheduler_view_staleness_seconds``),
     ``decisions`` (``scheduler_decisions_total``, every outcome),
     ``decision_seconds`` (the histogram's sum), ``decision_count``,
-    ``lost_races`` and ``hosts_known``; None for what it lacks."""
+    ``lost_races``, ``hosts_known`` and ``hosts_up`` (the compute nodes
+    the view holds, and those up); None for what it lacks."""
     from prometheus_client.parser import text_string_to_metric_families
 
     found = dict.fromkeys(('view_age_s', 'decisions', 'decision_seconds',
-                           'decision_count', 'lost_races', 'hosts_known'))
+                           'decision_count', 'lost_races', 'hosts_known',
+                           'hosts_up'))
     names = {'scheduler_view_staleness_seconds': 'view_age_s',
              'scheduler_decisions_total': 'decisions',
              'scheduler_decision_duration_seconds_sum': 'decision_seconds',
              'scheduler_decision_duration_seconds_count': 'decision_count',
              'scheduler_claim_races_lost_total': 'lost_races',
-             'scheduler_hosts_known': 'hosts_known'}
+             'scheduler_hosts_known': 'hosts_known',
+             'scheduler_hosts_up': 'hosts_up'}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             key = names.get(sample.name)
@@ -126,10 +129,10 @@ def scrape(url, timeout_s=METRICS_TIMEOUT_S):
 
 def combine_metrics(scraped):
     """One figure per key over the services' ``parse_metrics``: the
-    largest view age, the sums of the rest."""
+    largest view age, the fewest hosts up, the sums of the rest."""
     combined = dict.fromkeys(('view_age_s', 'decisions', 'decision_seconds',
                               'decision_count', 'lost_races',
-                              'hosts_known'))
+                              'hosts_known', 'hosts_up'))
     for found in scraped:
         if not found:
             continue
@@ -138,6 +141,9 @@ def combine_metrics(scraped):
                 continue
             if key == 'view_age_s':
                 combined[key] = max(combined[key] or 0.0, value)
+            elif key == 'hosts_up':
+                combined[key] = min(value, combined[key] if
+                                    combined[key] is not None else value)
             else:
                 combined[key] = (combined[key] or 0.0) + value
     return combined

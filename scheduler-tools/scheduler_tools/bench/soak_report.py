@@ -126,7 +126,13 @@ def print_summary(summary):
               summary['lost_claims_count'], summary['leaked_claims_count'],
               summary['abandoned_claims_count'],
               len(summary['overcommitted']), len(summary['unbalanced'])))
-    for name in soak_verdict.CHECKS:
+    print('hosts up in the views: fewest %s of the %s not forced down; '
+          'heartbeats stamped %s s before their commit, each UPDATE up to '
+          '%s s' % (summary.get('hosts_up_fewest'),
+                    summary.get('hosts_up_expected'),
+                    summary.get('heartbeat_lag_s'),
+                    summary.get('heartbeat_max_s')))
+    for name in summary['checks']:
         check = summary['checks'][name]
         print('  %-20s %-4s %s%s (%s)' % (
             name, 'PASS' if check['passed'] else 'FAIL', check['value'],

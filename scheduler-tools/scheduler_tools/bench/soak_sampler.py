@@ -131,6 +131,8 @@ class Sampler:
             current = soak_measure.combine_metrics(scraped)
             row.update(soak_measure.metric_deltas(self._last_metrics, current,
                                                    seconds))
+            # The fewest compute nodes up in a service's view.
+            row['hosts_up'] = current.get('hosts_up')
             self._last_metrics = current
         row['t_min'] = round(row['t_s'] / 60.0, 3)
         self.samples.append(row)

@@ -40,6 +40,9 @@ class SoakSettings:
     rss_growth_limit_pct: float = 5.0
     metrics: bool = True
     progress: bool = True
+    # Seconds each heartbeat's stamp lies before its commit (a compute
+    # clock behind the scheduler's, or a heartbeat committed late).
+    heartbeat_lag_s: float = 0.0
 
     @property
     def warmup(self):

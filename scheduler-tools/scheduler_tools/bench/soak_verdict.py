@@ -20,6 +20,9 @@ CONNECTION_SLACK_SHARE = 0.1
 CHECKS = ('rss_growth', 'overcommit', 'lost_claims', 'claims_balanced',
           'calls_answered', 'services_alive', 'connections_stable',
           'staleness_probes')
+# Added when the services' metrics are read: every sample's views held
+# every compute node up but those forced down.
+HOSTS_UP = 'hosts_up'
 TARGETS = ('rss_growth', 'overcommit')
 
 
@@ -103,13 +106,14 @@ CONNECTION_KEYS = ('db_connections', 'service_db_connections',
 
 
 def verdict(samples, audit, found, calls, probe, died, warmup_s,
-            rss_limit_pct):
+            rss_limit_pct, expected_up=None):
     """The checks (``CHECKS``, each ``{'value', 'limit', 'passed',
     'target'}``, ``target`` True for the issue's targets ``TARGETS``)
     from the ``samples``, the claims ``audit`` (``audit_claims``), what
     ``load_fleet.verify`` ``found`` in the database, the ``calls`` at the
     callers (``errors``), the ``probe`` summary and how many services
-    ``died``; returns ``(checks, growth, trends)``."""
+    ``died``, and, with ``expected_up`` (the compute nodes not forced
+    down), ``HOSTS_UP``; returns ``(checks, growth, trends)``."""
     growth = rss_growth(samples, warmup_s)
     trends = {key: steady(samples, key, warmup_s)
               for key in CONNECTION_KEYS}
@@ -141,4 +145,18 @@ def verdict(samples, audit, found, calls, probe, died, warmup_s,
           {'measured': probe['measured'], 'timeouts': probe['timeouts']},
           probe['measured'] > 0 and probe['timeouts'] == 0,
           'every change seen within %.0f s' % soak_probe.PROBE_TIMEOUT_S)
+    if expected_up is not None:
+        fewest = fewest_up(samples)
+        check(HOSTS_UP, fewest, fewest is not None and fewest >= expected_up,
+              'the %d compute nodes not forced down, in every sample'
+              % expected_up)
     return checks, growth, trends
+
+
+def fewest_up(samples):
+    """The fewest compute nodes up that a service's view held, over the
+    samples taken under load (the first is taken before it), or None
+    when none says."""
+    values = [s['hosts_up'] for s in samples[1:]
+              if s.get('hosts_up') is not None]
+    return int(min(values)) if values else None

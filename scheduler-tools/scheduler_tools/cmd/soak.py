@@ -24,6 +24,8 @@ usual ``--config-file``; see ``scheduler-soak --help``):
 ``--admin-connection URL``    a superuser URL: a new database is made
                               there and dropped afterwards
 ``--output-dir DIR``          samples.jsonl, soak.png, summary.json
+``--heartbeat-lag SECONDS``   stamp the compute services' heartbeats
+                              that long before their commit (0)
 ``--seed N``, ``--rss-growth-limit PCT``, ``--nometrics``,
 ``--noprogress``
 
@@ -108,6 +110,11 @@ SOAK_OPTS = [
     cfg.BoolOpt('metrics', dest='soak_metrics', default=True,
                 help='Serve the services\' Prometheus metrics on loopback '
                      'and sample them (--nometrics: do not).'),
+    cfg.FloatOpt('heartbeat-lag', dest='soak_heartbeat_lag', default=0.0,
+                 min=0.0, metavar='SECONDS',
+                 help='Stamp each compute service heartbeat this many '
+                      'seconds before its commit (a compute clock behind '
+                      'the scheduler\'s, or a heartbeat committed late).'),
     cfg.BoolOpt('progress', dest='soak_progress', default=True,
                 help='Print a line per sample (--noprogress: do not).'),
 ]
@@ -145,7 +152,8 @@ def settings_from(conf=CONF):
         server_timeout=conf.soak_server_timeout,
         drain_timeout_s=conf.soak_drain_timeout,
         rss_growth_limit_pct=conf.soak_rss_growth_limit,
-        metrics=conf.soak_metrics, progress=conf.soak_progress)
+        metrics=conf.soak_metrics, progress=conf.soak_progress,
+        heartbeat_lag_s=conf.soak_heartbeat_lag)
 
 
 def _parse(argv):
