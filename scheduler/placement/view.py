@@ -271,17 +271,13 @@ class PlacementView:
 
     def select(self, spec_obj: Any, find_nodes: request_lib.NodeFinder,
                aggregates: Iterable[Any] = ()) -> Candidates:
-        """Compute the candidates of ``spec_obj`` (see the module), after
-        Nova's request filters over the host ``aggregates``
-        (``scheduler.placement.request_filters``), and keep them as
-        ``current`` for ``passes``, ``consume`` and
-        ``allocation_request``.  Raises NoValidHost when a requested
-        host or node names no compute node or a request filter fails,
-        InvalidRequestSpec for a request Nova refuses to translate.  The
-        search over provider trees is bounded by ``[placement]
-        max_candidate_combinations`` (``scheduler.placement.trees``):
-        nodes it leaves undecided are no candidates, and the candidate
-        filter raises NoValidHost naming the option when none is left."""
+        """Compute the candidates of ``spec_obj`` (see the module; trees
+        searched within ``[placement] max_candidate_combinations``), after
+        Nova's request filters over the host ``aggregates``, and keep them
+        as ``current`` for ``passes``, ``consume`` and ``allocation_request``.
+        Raises NoValidHost when a requested host or node names no compute
+        node or a request filter fails, InvalidRequestSpec for a request
+        Nova refuses to translate."""
         query = request_lib.for_scheduling(spec_obj, None, find_nodes)
         request_filters.apply(query, spec_obj, aggregates, CONF)
         self.current = self.candidates(query.query_params())
