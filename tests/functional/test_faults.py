@@ -39,6 +39,7 @@ import sys
 import threading
 import time
 
+import figures
 import kombu
 import kombu.exceptions
 import oslo_messaging as messaging
@@ -276,18 +277,10 @@ def _report(name, **figures):
 
 @pytest.fixture(scope='module', autouse=True)
 def _print_figures(request):
-    """Print the figures of the module's tests after them, in pytest's
-    own output (so that they show without ``-s``), as
-    ``test_hostile_input``'s ``_report_counts`` does."""
+    """Print the figures after the module's tests, in pytest's output
+    (without ``-s`` too)."""
     yield
-    reporter = request.config.pluginmanager.get_plugin('terminalreporter')
-    capture = request.config.pluginmanager.get_plugin('capturemanager')
-    if reporter is None or capture is None or not FIGURES:
-        return
-    with capture.global_and_fixture_disabled():
-        reporter.write_line('')
-        for line in FIGURES:
-            reporter.write_line(line)
+    figures.write_lines(request.config, [''] + FIGURES if FIGURES else [])
     FIGURES.clear()
 
 

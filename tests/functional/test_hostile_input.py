@@ -46,6 +46,7 @@ import threading
 import time
 import uuid
 
+import figures
 import kombu
 import oslo_messaging as messaging
 import psutil
@@ -541,9 +542,7 @@ def rabbit_rig(tmp_path_factory, rabbit_url):
 def _report_counts(request):
     """Print how many messages of each kind were sent."""
     yield
-    reporter = request.config.pluginmanager.get_plugin('terminalreporter')
-    capture = request.config.pluginmanager.get_plugin('capturemanager')
-    if reporter is None or capture is None or not SENT:
+    if not SENT:
         return
     lines = ['', 'hostile messages sent, by backend and category:']
     for backend in (IN_PROCESS, RABBIT):
@@ -553,9 +552,7 @@ def _report_counts(request):
             lines.append('  %s: %d' % (backend, sum(n for _, n in rows)))
             lines.extend('    %-28s %6d' % row for row in rows)
     lines.append('  total: %d' % sum(SENT.values()))
-    with capture.global_and_fixture_disabled():
-        for line in lines:
-            reporter.write_line(line)
+    figures.write_lines(request.config, lines)
 
 
 # ---------------------------------------------------------- strategies --

@@ -20,12 +20,13 @@ writes as a failing backend behind a load balancer does:
   a decision whose Placement calls keep coming back is waited for);
   ``scheduler-bench`` times it.
 
-Each test prints its figures in one line.
+Each test reports its figures in one line, after the module's tests.
 """
 
 import time
 import uuid
 
+import figures
 import pytest
 from deployment import Deployment
 from fault_proxy import FaultProxy
@@ -114,9 +115,21 @@ def _holding(api, uuids):
             if api.allocations(instance)['allocations']}
 
 
-def _figures(name, **figures):
-    print('\n[placement faults] %s: %s' % (name, ', '.join(
-        '%s=%s' % item for item in figures.items())))
+FIGURES = []
+
+
+@pytest.fixture(scope='module', autouse=True)
+def _print_figures(request):
+    """Print the figures after the module's tests, in pytest's output
+    (without ``-s`` too)."""
+    yield
+    figures.write_lines(request.config, [''] + FIGURES if FIGURES else [])
+    FIGURES.clear()
+
+
+def _figures(name, **measured):
+    FIGURES.append('placement faults, %s: %s' % (name, ', '.join(
+        '%s=%s' % item for item in measured.items())))
 
 
 def test_a_request_never_answered_does_not_wedge_later_decisions(cloud):

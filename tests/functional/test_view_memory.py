@@ -28,6 +28,7 @@ import gc
 import time
 import tracemalloc
 
+import figures
 import psutil
 import pytest
 from deployment import Deployment
@@ -66,14 +67,7 @@ def _print_figures(request):
     """Print the figures after the module's tests, in pytest's output
     (without ``-s`` too)."""
     yield
-    reporter = request.config.pluginmanager.get_plugin('terminalreporter')
-    capture = request.config.pluginmanager.get_plugin('capturemanager')
-    if reporter is None or capture is None or not FIGURES:
-        return
-    with capture.global_and_fixture_disabled():
-        reporter.write_line('')
-        for line in FIGURES:
-            reporter.write_line(line)
+    figures.write_lines(request.config, [''] + FIGURES if FIGURES else [])
     FIGURES.clear()
 
 
