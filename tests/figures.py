@@ -2,8 +2,12 @@
 
 ``write_lines(config, lines)`` writes them to pytest's terminal outside
 its output capture, so that they show in pytest's own output without
-``-s`` (the fault and memory tests print their measurements this way).
+``-s`` (the fault and memory tests print their measurements this way);
+``reported(figures)`` is the module fixture that prints a module's list
+of figure lines after its tests.
 """
+
+import pytest
 
 
 def write_lines(config, lines):
@@ -16,3 +20,16 @@ def write_lines(config, lines):
     with capture.global_and_fixture_disabled():
         for line in lines:
             reporter.write_line(line)
+
+
+def reported(figures):
+    """A module-scoped autouse fixture that prints the lines appended to
+    ``figures`` (a list) after the module's tests, then empties it;
+    assign it to a module attribute (``_print_figures = reported(...)``).
+    """
+    @pytest.fixture(scope='module', autouse=True)
+    def _print_figures(request):
+        yield
+        write_lines(request.config, [''] + figures if figures else [])
+        figures.clear()
+    return _print_figures

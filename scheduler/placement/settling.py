@@ -62,9 +62,6 @@ class Unsettled:
         self._lock = threading.Lock()
         self._pending: dict[str, Attempt] = {}
 
-    def __len__(self) -> int:
-        return len(self._pending)
-
     def add(self, uncertain: client_lib.ClaimUncertain, project_id: str,
             user_id: str) -> None:
         """Keep the attempts of ``uncertain`` and settle them at once

@@ -275,13 +275,7 @@ def _report(name, **figures):
 
 # ------------------------------------------------------------ fixtures --
 
-@pytest.fixture(scope='module', autouse=True)
-def _print_figures(request):
-    """Print the figures after the module's tests, in pytest's output
-    (without ``-s`` too)."""
-    yield
-    figures.write_lines(request.config, [''] + FIGURES if FIGURES else [])
-    FIGURES.clear()
+_print_figures = figures.reported(FIGURES)
 
 
 @pytest.fixture

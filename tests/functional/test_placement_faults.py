@@ -118,13 +118,7 @@ def _holding(api, uuids):
 FIGURES = []
 
 
-@pytest.fixture(scope='module', autouse=True)
-def _print_figures(request):
-    """Print the figures after the module's tests, in pytest's output
-    (without ``-s`` too)."""
-    yield
-    figures.write_lines(request.config, [''] + FIGURES if FIGURES else [])
-    FIGURES.clear()
+_print_figures = figures.reported(FIGURES)
 
 
 def _figures(name, **measured):

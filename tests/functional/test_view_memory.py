@@ -62,13 +62,7 @@ FIGURES = []
 pytestmark = pytest.mark.timeout(TEST_TIMEOUT)
 
 
-@pytest.fixture(scope='module', autouse=True)
-def _print_figures(request):
-    """Print the figures after the module's tests, in pytest's output
-    (without ``-s`` too)."""
-    yield
-    figures.write_lines(request.config, [''] + FIGURES if FIGURES else [])
-    FIGURES.clear()
+_print_figures = figures.reported(FIGURES)
 
 
 def _deploy(tmp_path, mode, transport_url, db_url):
