@@ -28,24 +28,55 @@ the RequestSpec before Nova translates it, in Nova's order:
    ``hw_viommu_model`` become root traits (none when one of them names
    no known trait, as Nova gives up then);
 7. accelerators: a flavor with ``accel:device_profile`` requires
-   ``COMPUTE_ACCELERATORS`` on the root.
+   ``COMPUTE_ACCELERATORS`` on the root;
+8. packed virtqueues (always): ``hw:virtio_packed_ring`` (a boolean
+   string) or the image's ``hw_virtio_packed_ring`` true requires
+   ``COMPUTE_NET_VIRTIO_PACKED``;
+9. ephemeral encryption (always): ``hw:ephemeral_encryption`` or the
+   image's ``hw_ephemeral_encryption`` true requires
+   ``COMPUTE_EPHEMERAL_ENCRYPTION``, and the format
+   ``ephemeral_encryption_format`` (``plain``, ``luks``, ``luksv2``),
+   when given, ``COMPUTE_EPHEMERAL_ENCRYPTION_<FORMAT>``;
+10. virtio sound (always): a ``sound_model`` (``sb16``, ``es1370``,
+    ``pcspk``, ``ac97``, ``ich6``, ``ich9``, ``usb``, ``virtio``) of
+    ``virtio`` requires ``COMPUTE_SOUND_MODEL_VIRTIO``;
+11. vTPM secret security (always): an instance with a vTPM
+    (``tpm_version``) requires ``COMPUTE_SECURITY_TPM_SECRET_SECURITY_``
+    ``USER``, ``HOST`` or ``DEPLOYMENT`` as the flavor's
+    ``hw:tpm_secret_security`` says (flavor only; default ``user``);
+    another value fails the request (NoValidHost, as Nova's
+    RequestFilterFailed ends).
 
-Nova's filters for routed networks, remote-managed ports, packed
-virtqueues, ephemeral encryption, virtio sound, vTPM secret security and
-the ``OWNER_NOVA`` trait are not applied yet.
+Filters 8 to 11 read a setting as ``scheduler.placement.hardware`` does,
+as Nova 34's ``nova.virt.hardware`` helpers: the two boolean flags
+conflict when the flavor and the image both set them (even to an empty
+or false flavor value) and differ; the other settings conflict when
+both are non-empty and differ.  A conflict raises ``HardwareRequestError``
+``FlavorImageConflict``, a value outside the lists above ``Invalid`` (an
+image value Nova's enum fields would refuse is refused here).  They
+have no option, as in Nova.
+
+Nova's filters for routed networks, remote-managed ports and the
+``OWNER_NOVA`` trait are not applied yet.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 from typing import Any
 
 import os_traits
 from oslo_log import log as logging
+from oslo_utils import strutils
 
 from scheduler import exception
+from scheduler.placement import hardware
+from scheduler.placement import hardware_features
 from scheduler.placement import request as request_lib
+from scheduler.placement.hardware import ExtraSpecs
+from scheduler.placement.hardware import ImageProps
 
 if TYPE_CHECKING:
     from scheduler.objects.request_spec import RequestSpec
@@ -66,6 +97,21 @@ IMAGE_TRAIT_PREFIXES = {
     'hw_emulation_architecture': 'COMPUTE_ARCH',
     'hw_viommu_model': 'COMPUTE_VIOMMU',
 }
+
+EPHEMERAL_ENCRYPTION_FORMAT_TRAITS = {
+    'plain': os_traits.COMPUTE_EPHEMERAL_ENCRYPTION_PLAIN,
+    'luks': os_traits.COMPUTE_EPHEMERAL_ENCRYPTION_LUKS,
+    'luksv2': os_traits.COMPUTE_EPHEMERAL_ENCRYPTION_LUKSV2,
+}
+# Nova's SoundModelType values.
+SOUND_MODELS = ('sb16', 'es1370', 'pcspk', 'ac97', 'ich6', 'ich9', 'usb',
+                'virtio')
+TPM_SECRET_SECURITY_TRAITS = {
+    'user': os_traits.COMPUTE_SECURITY_TPM_SECRET_SECURITY_USER,
+    'host': os_traits.COMPUTE_SECURITY_TPM_SECRET_SECURITY_HOST,
+    'deployment': os_traits.COMPUTE_SECURITY_TPM_SECRET_SECURITY_DEPLOYMENT,
+}
+DEFAULT_TPM_SECRET_SECURITY = 'user'
 
 
 def apply(query: request_lib.ResourceRequest, spec_obj: Any,
@@ -92,6 +138,9 @@ def apply(query: request_lib.ResourceRequest, spec_obj: Any,
     extra_specs = spec_obj.flavor.obj_get('extra_specs') or {}
     if extra_specs.get('accel:device_profile'):
         query.root_required.add(os_traits.COMPUTE_ACCELERATORS)
+    image_props = _image_properties(spec_obj)
+    for root_traits in FLAVOR_IMAGE_FILTERS:
+        query.root_required.update(root_traits(extra_specs, image_props))
 
 
 def _metadata(aggregate: Any) -> dict[str, str]:
@@ -176,3 +225,118 @@ def _image_metadata(query: request_lib.ResourceRequest,
             return
         traits.append(trait)
     query.root_required.update(traits)
+
+
+# -- filters 8 to 11: flavor and image settings as root traits ---------------
+
+def _image_properties(spec_obj: Any) -> ImageProps:
+    """The image's properties (an ImageMetaProps, whose ``get`` is
+    Nova's), or none when the request has no image."""
+    image = spec_obj.obj_get('image')
+    props = image.obj_get('properties') if image is not None else None
+    return props if props is not None else {}
+
+
+def _flag(extra_specs: ExtraSpecs, image_props: ImageProps,
+          name: str) -> bool:
+    """Whether ``hw:<name>`` (a boolean string, anything else false) or
+    the image's boolean ``hw_<name>`` asks for a feature.
+
+    :raises HardwareRequestError: FlavorImageConflict when both are set
+        and differ.
+    """
+    flavor_text, image = hardware.both(extra_specs, image_props, name)
+    flavor = (None if flavor_text is None
+              else strutils.bool_from_string(flavor_text))
+    image = None if image is None else strutils.bool_from_string(image)
+    if flavor is not None and image is not None and flavor != image:
+        raise hardware.HardwareRequestError(
+            'FlavorImageConflict',
+            'The flavor asks hw:%s=%s, the image hw_%s=%s.'
+            % (name, flavor_text, name, image))
+    return bool(flavor or image)
+
+
+def packed_virtqueue_traits(extra_specs: ExtraSpecs,
+                            image_props: ImageProps) -> set[str]:
+    """Nova's ``packed_virtqueue_filter``: ``COMPUTE_NET_VIRTIO_PACKED``
+    when ``virtio_packed_ring`` is true (see the module).
+
+    :raises HardwareRequestError: FlavorImageConflict.
+    """
+    if _flag(extra_specs, image_props, 'virtio_packed_ring'):
+        return {os_traits.COMPUTE_NET_VIRTIO_PACKED}
+    return set()
+
+
+def ephemeral_encryption_traits(extra_specs: ExtraSpecs,
+                                image_props: ImageProps) -> set[str]:
+    """Nova's ``ephemeral_encryption_filter``:
+    ``COMPUTE_EPHEMERAL_ENCRYPTION`` and the format's trait when
+    ``ephemeral_encryption`` is true (see the module).
+
+    :raises HardwareRequestError: FlavorImageConflict; Invalid for an
+        unknown format.
+    """
+    if not _flag(extra_specs, image_props, 'ephemeral_encryption'):
+        return set()
+    traits = {os_traits.COMPUTE_EPHEMERAL_ENCRYPTION}
+    name = hardware.agreed(extra_specs, image_props,
+                           'ephemeral_encryption_format')
+    if name:
+        hardware.check_choice(name, EPHEMERAL_ENCRYPTION_FORMAT_TRAITS,
+                              'Invalid', 'The ephemeral encryption format')
+        traits.add(EPHEMERAL_ENCRYPTION_FORMAT_TRAITS[name])
+    return traits
+
+
+def virtio_sound_traits(extra_specs: ExtraSpecs,
+                        image_props: ImageProps) -> set[str]:
+    """Nova's ``virtio_sound_filter``: ``COMPUTE_SOUND_MODEL_VIRTIO``
+    for the ``virtio`` sound model, none for the others.
+
+    :raises HardwareRequestError: FlavorImageConflict; Invalid for an
+        unknown model.
+    """
+    model = hardware.agreed(extra_specs, image_props, 'sound_model')
+    if model:
+        hardware.check_choice(model, SOUND_MODELS, 'Invalid',
+                              'The sound device model')
+    if model == 'virtio':
+        return {os_traits.COMPUTE_SOUND_MODEL_VIRTIO}
+    return set()
+
+
+def tpm_secret_security_traits(extra_specs: ExtraSpecs,
+                               image_props: ImageProps) -> set[str]:
+    """Nova's ``tpm_secret_security_filter``: for an instance with a
+    vTPM, the trait of the flavor's ``hw:tpm_secret_security``.
+
+    :raises HardwareRequestError: the vTPM settings conflict
+        (FlavorImageConflict) or are invalid (Invalid), as for the
+        vTPM's own traits (``scheduler.placement.hardware_features``).
+    :raises NoValidHost: a secret security Nova does not support.
+    """
+    vtpm = hardware.HardwareRequest()
+    hardware_features._vtpm(vtpm, extra_specs, image_props)
+    if not vtpm.required_traits:
+        return set()
+    security = (extra_specs.get('hw:tpm_secret_security') or
+                DEFAULT_TPM_SECRET_SECURITY)
+    trait = TPM_SECRET_SECURITY_TRAITS.get(security)
+    if trait is None:
+        LOG.warning('TPM secret security %r is not supported.', security)
+        raise exception.NoValidHost(
+            reason='Scheduling failed: TPM secret security %r is not '
+                   'supported.' % security)
+    return {trait}
+
+
+# Filters 8 to 11, in Nova's order: the first refusal wins.
+FLAVOR_IMAGE_FILTERS: tuple[
+    Callable[[ExtraSpecs, ImageProps], set[str]], ...] = (
+    packed_virtqueue_traits,
+    ephemeral_encryption_traits,
+    virtio_sound_traits,
+    tpm_secret_security_traits,
+)
