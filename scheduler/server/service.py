@@ -23,6 +23,11 @@ of its own, so that Nova's service list shows the scheduler up or down
 as it shows Nova's own.  A failed heartbeat is logged and the next one
 tried; it never stops the service.
 
+In Nova database mode, with ``[scheduler] discover_hosts_in_cells_interval``
+set, a thread of its own maps new compute hosts to their cells every
+that many seconds, when this scheduler is the leader
+(``scheduler.server.leader``, ``scheduler.db.nova.discovery``).
+
 With ``[prometheus] bind`` set, ``start`` turns the recording of the
 metrics on in this process (``scheduler.observability.metrics``); the
 launcher serves them.
@@ -43,8 +48,10 @@ from scheduler.db import migration
 from scheduler.db import service_row
 from scheduler.db import source as db_source
 from scheduler.db.nova import cells
+from scheduler.db.nova import discovery
 from scheduler.db.nova import source as nova_source
 from scheduler.observability import metrics
+from scheduler.server import leader
 from scheduler.server import manager
 
 LOG = logging.getLogger(__name__)
@@ -95,6 +102,7 @@ class SchedulerService(service_base.ServiceBase):
         self.server = None
         self._stopping = threading.Event()
         self._periodic = None
+        self._discovery = None
         self._heartbeats = None
         self.service_row = None
 
@@ -117,6 +125,7 @@ class SchedulerService(service_base.ServiceBase):
             [self.manager, manager.BaseRPCAPI()])
         self.server.start()
         self._start_periodic_tasks(context)
+        self._start_discovery()
         self._heartbeats = threading.Thread(
             target=self._beat, name='scheduler-heartbeat', daemon=True)
         self._heartbeats.start()
@@ -168,6 +177,36 @@ class SchedulerService(service_base.ServiceBase):
                 LOG.exception('Periodic task failed')
             self._stopping.wait(spacing)
 
+    def _start_discovery(self):
+        """Nova's ``_discover_hosts_in_cells`` periodic task: every
+        ``[scheduler] discover_hosts_in_cells_interval`` seconds (0: 60;
+        negative: off), the first run at once, on the leader only
+        (``scheduler.server.leader``), in Nova database mode only."""
+        interval = CONF.scheduler.discover_hosts_in_cells_interval
+        if interval < 0:
+            return
+        if not db_source.nova_mode():
+            LOG.warning('[scheduler] discover_hosts_in_cells_interval is '
+                        'ignored on the standalone schema, which has no '
+                        'host mappings (Nova database mode only)')
+            return
+        self._discovery = discovery.HostDiscovery(CONF)
+        threading.Thread(
+            target=self._run_discovery,
+            args=(interval or DEFAULT_PERIODIC_SPACING,),
+            name='scheduler-discover-hosts', daemon=True).start()
+
+    def _run_discovery(self, spacing):
+        while not self._stopping.is_set():
+            try:
+                if leader.is_leader(self.service_row):
+                    self._discovery.run()
+            except Exception as exc:
+                if not self._stopping.is_set():
+                    LOG.warning('Discovering hosts in cells failed: %s',
+                                cells.first_line(exc))
+            self._stopping.wait(spacing)
+
     def stop(self, graceful=True):
         """Stop taking messages at once, wait up to ``[scheduler]
         drain_timeout`` seconds for the requests started, then close the
@@ -183,6 +222,8 @@ class SchedulerService(service_base.ServiceBase):
             self._transport = None
         if self.manager is not None:
             self.manager.driver.stop()
+        if self._discovery is not None:
+            self._discovery.stop()
         db_source.reset()
         LOG.info('Scheduler %s stopped', CONF.host)
 
