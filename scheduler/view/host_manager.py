@@ -29,6 +29,9 @@ from scheduler.view.host_table import HostTable
 
 COMPUTE_BINARY = refresh.COMPUTE_BINARY
 CLOCK_MARGIN = refresh.CLOCK_MARGIN
+# The HostState attribute of the image properties reader (Nova database
+# mode), read by the ImagePropertiesWeigher.
+IMAGE_PROPS_ATTRIBUTE = 'image_props_reader'
 
 
 class HostManager:
@@ -51,6 +54,11 @@ class HostManager:
         # (HostState, instance uuid) that ``consume`` added to the
         # state's instances since the last refresh.
         self._placed: list[tuple[HostState, str]] = []
+        # Nova database mode: the reader of the instances' image
+        # properties in their cells, lent to every HostState
+        # (``IMAGE_PROPS_ATTRIBUTE``); None on our own schema.
+        self.image_props = getattr(self.source, 'image_props_reader', None)
+        self._lent_to: HostTable | None = None
         self.aggregates.set_hosts(self.source.compute_node_get_hosts(context))
         self.aggregates.load(context, self.source)
         if self.instances.track:
@@ -91,7 +99,18 @@ class HostManager:
         """
         with self.lock:
             self._placed = []
-            return self.refresher.refresh(context)
+            states = self.refresher.refresh(context)
+            self._lend_image_props()
+            return states
+
+    def _lend_image_props(self) -> None:
+        """Give the HostStates of a new table the image properties
+        reader (a table's HostStates are fixed: a new node makes a new
+        table)."""
+        if self.image_props is not None and self._lent_to is not self.table:
+            for state in self.table.states:
+                setattr(state, IMAGE_PROPS_ATTRIBUTE, self.image_props)
+            self._lent_to = self.table
 
     # -- aggregates --------------------------------------------------------
 

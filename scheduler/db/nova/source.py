@@ -58,6 +58,7 @@ from scheduler.db import api
 from scheduler.db import changes as db_changes
 from scheduler.db.nova import cell_access
 from scheduler.db.nova import ids
+from scheduler.db.nova import image_props
 from scheduler.db.nova import node_claims
 from scheduler.db.nova import schema
 
@@ -355,6 +356,13 @@ class NovaSource(cell_access.CellAccess):
     def cell_uuid(compute):
         """The uuid of the cell a compute node row was read from."""
         return compute['cell_uuid']
+
+    @functools.cached_property
+    def image_props_reader(self):
+        """The ``image_props.ImagePropsReader`` of these cells (one per
+        source): instances' image properties from their cell's system
+        metadata, for the ImagePropertiesWeigher."""
+        return image_props.ImagePropsReader(self)
 
 
 @functools.cache

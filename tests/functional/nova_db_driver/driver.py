@@ -22,9 +22,27 @@ result}`` or ``{"error": "..."}``.  A request is ``{"op": ..., ...}``:
                     ``node`` and ``save()`` it (the resource tracker's
                     write);
 ``add_instance``    an Instance on ``host`` / ``node`` in cell ``cell``;
+``add_instance_with_image``  the same, booted from an image with
+                    ``image_properties`` (its ``image_*`` system
+                    metadata, as Nova's compute API writes it);
+``rebuild_instance``  Nova's API rebuild of an instance from another
+                    image (its ``image_*`` system metadata replaced);
+``image_props_weights``  Nova's own ImagePropertiesWeigher's raw weight
+                    of each of ``hosts`` for ``image_properties``;
 ``add_aggregate``   an Aggregate ``name`` with ``metadata`` and ``hosts``;
 ``add_group``       an InstanceGroup ``name`` with ``policy``, ``rules``
                     and ``members``; returns its uuid;
+``numa_topology``   the ``numa_topology`` column value (JSON) of a
+                    ComputeNode whose NUMA cells are ``cells`` (each
+                    ``{cpuset, pcpuset, memory}``, memory in MiB, 4 KiB
+                    pages only, nothing used), as the libvirt driver
+                    reports it: pass it to ``add_compute``;
+``set_pci_pools``   set the ComputeNode of ``host`` / ``node``'s
+                    ``pci_device_pools`` to ``pools`` (each ``{vendor_id,
+                    product_id, numa_node, count, tags}``, ``tags`` with
+                    ``dev_type`` and, with PCI in Placement, the device
+                    provider's ``rp_uuid``), as the resource tracker
+                    saves its PCI stats;
 ``services``        what ``openstack compute service list`` shows: every
                     cell's services (Nova's HostAPI, all cells) with
                     Nova's own liveness verdict ``up``;
@@ -47,6 +65,7 @@ from nova import config  # noqa: E402
 from nova import context as nova_context  # noqa: E402
 from nova import objects  # noqa: E402
 from nova import servicegroup  # noqa: E402
+from nova import utils  # noqa: E402
 from nova.compute import api as compute_api  # noqa: E402
 from nova.db.main import api as main_db  # noqa: E402
 
@@ -160,6 +179,30 @@ def op_add_group(ctxt, name, policy, members=(), rules=None):
     return {'uuid': group.uuid}
 
 
+def op_numa_topology(ctxt, cells):
+    return objects.NUMATopology(cells=[objects.NUMACell(
+        id=index, cpuset=set(cell['cpuset']), pcpuset=set(cell['pcpuset']),
+        memory=cell['memory'], cpu_usage=0, memory_usage=0,
+        pinned_cpus=set(), socket=0,
+        siblings=[{cpu} for cpu in sorted(set(cell['cpuset']) |
+                                          set(cell['pcpuset']))],
+        mempages=[objects.NUMAPagesTopology(
+            size_kb=4, total=cell['memory'] * 256, used=0)],
+        network_metadata=objects.NetworkMetadata(physnets=set(),
+                                                 tunneled=False))
+        for index, cell in enumerate(cells)])._to_json()
+
+
+def op_set_pci_pools(ctxt, cell, host, node, pools):
+    with nova_context.target_cell(ctxt, _cell(ctxt, cell)) as cctxt:
+        compute = objects.ComputeNode.get_by_host_and_nodename(
+            cctxt, host, node)
+        compute.pci_device_pools = objects.PciDevicePoolList(objects=[
+            objects.PciDevicePool(**pool) for pool in pools])
+        compute.save()
+        return {}
+
+
 def op_services(ctxt):
     api = servicegroup.API()
     return [{'binary': svc.binary, 'host': svc.host, 'topic': svc.topic,
@@ -189,6 +232,79 @@ def op_clear(ctxt):
         for mapping in objects.HostMappingList.get_by_cell_id(ctxt, cell.id):
             mapping.destroy()
     return {}
+
+
+def op_add_instance_with_image(ctxt, cell, uuid, host, node=None,
+                               image_ref='image', image_properties=None):
+    """An Instance booted from an image with ``image_properties``: its
+    system metadata is what Nova's compute API stores at boot
+    (``get_system_metadata_from_image``, ``image_base_image_ref``)."""
+    system_metadata = utils.get_system_metadata_from_image(
+        _image(image_ref, image_properties))
+    system_metadata.setdefault('image_base_image_ref', image_ref)
+    with nova_context.target_cell(ctxt, _cell(ctxt, cell)) as cctxt:
+        compute = objects.ComputeNode.get_by_host_and_nodename(
+            cctxt, host, node or host)
+        instance = objects.Instance(
+            context=cctxt, uuid=uuid, host=host,
+            node=compute.hypervisor_hostname, compute_id=compute.id,
+            vcpus=1, memory_mb=512, root_gb=1, ephemeral_gb=0,
+            project_id='project', user_id='user', vm_state='active',
+            image_ref=image_ref, system_metadata=system_metadata)
+        instance.create()
+        return {'id': instance.id}
+
+
+def _image(image_ref, image_properties):
+    return {'id': image_ref, 'min_ram': 0, 'min_disk': 0,
+            'disk_format': 'qcow2', 'container_format': 'bare',
+            'properties': image_properties or {}}
+
+
+def op_rebuild_instance(ctxt, cell, uuid, image_ref, image_properties):
+    """What Nova's compute API writes when it rebuilds an instance from
+    another image (``_reset_image_metadata``): the ``image_*`` system
+    metadata replaced, ``image_ref`` set, the instance saved."""
+    with nova_context.target_cell(ctxt, _cell(ctxt, cell)) as cctxt:
+        instance = objects.Instance.get_by_uuid(
+            cctxt, uuid, expected_attrs=['system_metadata'])
+        for key in list(instance.system_metadata):
+            if key.startswith(utils.SM_IMAGE_PROP_PREFIX):
+                del instance.system_metadata[key]
+        new = utils.get_system_metadata_from_image(
+            _image(image_ref, image_properties))
+        new['image_base_image_ref'] = image_ref
+        instance.system_metadata.update(new)
+        instance.image_ref = image_ref
+        instance.save()
+        return {'image_ref': instance.image_ref}
+
+
+def op_image_props_weights(ctxt, hosts, image_properties, multiplier=1.0,
+                           setting=()):
+    """Nova's own ImagePropertiesWeigher's raw weight of each of
+    ``hosts`` (``[[host, node]]``) for an image with
+    ``image_properties``: HostStates with the cell and the instances
+    Nova's HostManager gives them (``_get_instances_by_host``)."""
+    from nova.scheduler import host_manager
+    from nova.scheduler.weights import image_props
+    CONF.set_override('image_props_weight_multiplier', multiplier,
+                      'filter_scheduler')
+    CONF.set_override('image_props_weight_setting', list(setting),
+                      'filter_scheduler')
+    # Only its instance reads are used: no filters, weighers nor casts.
+    manager = host_manager.HostManager.__new__(host_manager.HostManager)
+    manager.host_to_cell_uuid, manager.cells = {}, {}
+    spec = objects.RequestSpec(image=objects.ImageMeta.from_dict(
+        {'properties': image_properties}))
+    weigher = image_props.ImagePropertiesWeigher()
+    weights = {}
+    for host, node in hosts:
+        cell = objects.HostMapping.get_by_host(ctxt, host).cell_mapping
+        state = host_manager.HostState(host, node, cell.uuid)
+        state.instances = manager._get_instances_by_host(ctxt, host)
+        weights[host] = weigher._weigh_object(state, spec)
+    return weights
 
 
 def serve():
