@@ -175,6 +175,29 @@ class PlacementUnavailable(SchedulerException):
     msg_fmt = 'The Placement service is unavailable: %(reason)s'
     code = 503
 
+
+class NeutronUnavailable(SchedulerException):
+    """Neutron could not be reached or answered an error (the request
+    ends with it, as Nova's NovaException does)."""
+
+    msg_fmt = 'Neutron is unavailable: %(reason)s'
+    code = 503
+
+
+class PortNotFound(NotFound):
+    """A requested port does not exist in Neutron (Nova's
+    PortNotFound)."""
+
+    msg_fmt = 'Port id %(port_id)s could not be found.'
+
+
+class InvalidRoutedNetwork(SchedulerException):
+    """Neutron could not say which segments a network or subnet is on
+    (Nova's InvalidRoutedNetworkConfiguration)."""
+
+    msg_fmt = 'Invalid routed network configuration: %(reason)s'
+
+
 # Our class -> the class of ``nova.exception`` a Nova caller catches for
 # it (all in Nova 34.0.0 and since Ocata, but
 # SelectionObjectsWithOldRPCVersionNotSupported: since Queens; an older
@@ -195,6 +218,7 @@ NOVA_NAMES = {
     ClassNotFound: 'ClassNotFound',
     Invalid: 'InvalidInput',
     NotFound: 'NotFound',
+    PortNotFound: 'PortNotFound',
     PlacementRequired: 'NoValidHost',
 }
 

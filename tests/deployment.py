@@ -28,8 +28,14 @@ READY_TIMEOUT = 60
 CALL_TIMEOUT = 30
 
 # Options every deployment uses: the Newton default filters plus
-# CoreFilter, and every weigher of ours.
+# CoreFilter, and every weigher of ours; the Newton/Ocata single process
+# and fallback allocation ratios (16.0 CPU, 1.5 RAM) the tests were
+# written against, now that the defaults are Nova 34's (CPU count, 4.0,
+# 1.0).
 SCHEDULER_OPTIONS = {
+    (None, 'initial_cpu_allocation_ratio'): 16.0,
+    (None, 'initial_ram_allocation_ratio'): 1.5,
+    ('scheduler', 'workers'): 1,
     ('filter_scheduler', 'enabled_filters'): [
         'RetryFilter', 'AvailabilityZoneFilter', 'RamFilter', 'CoreFilter',
         'DiskFilter', 'ComputeFilter', 'ComputeCapabilitiesFilter',

@@ -1,17 +1,21 @@
 """``scheduler-service``: run the scheduler RPC server until SIGTERM.
 
 ``scheduler-service --config-file /etc/scheduler/scheduler.conf`` serves
-the ``scheduler`` topic with ``[scheduler] workers`` processes (default
-one), which reload their configuration in place on SIGHUP
-(``scheduler.server.launcher``).
+the ``scheduler`` topic with ``[scheduler] workers`` processes (default:
+the number of CPUs, as Nova 34), which reload their configuration in
+place on SIGHUP (``scheduler.server.launcher``).  At start it logs the
+options its config files set and it does not honour
+(``scheduler.conf.unhonoured``).
 """
 
 import sys
 
+from oslo_concurrency import processutils
 from oslo_log import log as logging
 
 from scheduler import config
 from scheduler.conf import CONF
+from scheduler.conf import unhonoured
 from scheduler.server import launcher
 from scheduler.server import preflight
 from scheduler.server import service
@@ -28,7 +32,8 @@ def main(argv=None):
     # Every value reads now (preflight); secret options (passwords in
     # URLs) are masked by oslo.config.
     CONF.log_opt_values(LOG, logging.DEBUG)
-    workers = CONF.scheduler.workers or 1
+    unhonoured.log_unhonoured(CONF)
+    workers = CONF.scheduler.workers or processutils.get_worker_count()
     LOG.info('Starting scheduler-service on host %s with %d worker(s)',
              CONF.host, workers)
     launcher.launch(service.SchedulerService, workers)

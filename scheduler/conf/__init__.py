@@ -13,6 +13,7 @@ from scheduler.conf import cells
 from scheduler.conf import compute
 from scheduler.conf import database
 from scheduler.conf import moves
+from scheduler.conf import neutron
 from scheduler.conf import notifications
 from scheduler.conf import placement
 from scheduler.conf import prometheus
@@ -24,5 +25,5 @@ CONF = cfg.CONF
 
 for _module in (api_database, compute, database, moves, notifications,
                 placement, prometheus, scheduler, cells, trusted_computing,
-                upgrade_levels):
+                upgrade_levels, neutron):
     _module.register_opts(CONF)

@@ -3,7 +3,9 @@
 These live outside ``nova/conf/scheduler.py`` in Nova (in its compute,
 service and availability zone option modules) but decide how the
 scheduler reads a compute node: allocation ratios, the service liveness
-window and the default availability zone.
+window and the default availability zone.  The ``initial_*``
+allocation ratios are Nova's since Stein: Nova writes them into a new
+compute node's row; here they are the fallback of a row without a ratio.
 """
 
 import socket
@@ -14,15 +16,30 @@ compute_opts = [
     cfg.FloatOpt('cpu_allocation_ratio', default=0.0, min=0.0,
                  help='Virtual CPU to physical CPU allocation ratio, used '
                       'when a compute node row has no ratio of its own '
-                      '(NULL or 0.0).  0.0 means 16.0.'),
+                      '(NULL or 0.0).  0.0 means '
+                      '``initial_cpu_allocation_ratio``.'),
     cfg.FloatOpt('ram_allocation_ratio', default=0.0, min=0.0,
                  help='Virtual RAM to physical RAM allocation ratio, used '
                       'when a compute node row has no ratio of its own.  '
-                      '0.0 means 1.5.'),
+                      '0.0 means ``initial_ram_allocation_ratio``.'),
     cfg.FloatOpt('disk_allocation_ratio', default=0.0, min=0.0,
                  help='Virtual disk to physical disk allocation ratio, used '
                       'when a compute node row has no ratio of its own.  '
-                      '0.0 means 1.0.'),
+                      '0.0 means ``initial_disk_allocation_ratio``.'),
+    cfg.FloatOpt('initial_cpu_allocation_ratio', default=4.0, min=0.0,
+                 help='Nova\'s option and default (since Stein): the CPU '
+                      'ratio of a compute node when neither its row nor '
+                      '``cpu_allocation_ratio`` sets one.  Set 16.0 for '
+                      'the Newton/Ocata fallback.'),
+    cfg.FloatOpt('initial_ram_allocation_ratio', default=1.0, min=0.0,
+                 help='Nova\'s option and default (since Stein): the RAM '
+                      'ratio of a compute node when neither its row nor '
+                      '``ram_allocation_ratio`` sets one.  Set 1.5 for '
+                      'the Newton/Ocata fallback.'),
+    cfg.FloatOpt('initial_disk_allocation_ratio', default=1.0, min=0.0,
+                 help='Nova\'s option and default (since Stein): the disk '
+                      'ratio of a compute node when neither its row nor '
+                      '``disk_allocation_ratio`` sets one.'),
     cfg.StrOpt('default_availability_zone', default='nova',
                help='Availability zone of compute hosts that are in no '
                     'aggregate with ``availability_zone`` metadata.'),

@@ -11,6 +11,7 @@ from scheduler.conf import cells
 from scheduler.conf import compute
 from scheduler.conf import database
 from scheduler.conf import moves
+from scheduler.conf import neutron
 from scheduler.conf import notifications
 from scheduler.conf import placement
 from scheduler.conf import prometheus
@@ -19,7 +20,8 @@ from scheduler.conf import trusted_computing
 from scheduler.conf import upgrade_levels
 
 _MODULES = (api_database, compute, database, moves, notifications, placement,
-            prometheus, scheduler, cells, trusted_computing, upgrade_levels)
+            prometheus, scheduler, cells, trusted_computing, upgrade_levels,
+            neutron)
 
 
 def list_opts():

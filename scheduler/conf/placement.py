@@ -71,6 +71,19 @@ placement_candidate_opts = [
                     'bound a search that finds none, and Placement is '
                     'not asked for candidates in Placement mode (see '
                     'docs/placement.rst).'),
+    cfg.BoolOpt('apply_max_placement_results', default=False,
+                help='Placement mode: consider at most ``[scheduler] '
+                     'max_placement_results`` compute nodes per request, '
+                     'as Nova does by asking Placement with that '
+                     '``limit`` (lifted, as Nova lifts it, for a '
+                     'requested host of several nodes and for the '
+                     '``group``, ``same_host`` and ``different_host`` '
+                     'hints): the first ones in resource provider id '
+                     'order, where Placement 16 returns the first ones '
+                     'in the iteration order of a Python set of '
+                     'allocation requests (or a random sample with its '
+                     '``randomize_allocation_candidates``).  False (our '
+                     'default): every compute node is considered.'),
 ]
 
 DEFAULT_SERVICE_TYPE = 'placement'

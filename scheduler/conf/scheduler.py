@@ -2,7 +2,9 @@
 groups.
 
 Names, types and defaults are Nova's Ocata (15.0.0) ones
-(``nova/conf/scheduler.py``); the Newton ``[DEFAULT]`` names stay accepted
+(``nova/conf/scheduler.py``), but for ``enabled_filters`` and ``workers``,
+whose defaults are Nova 34's (``NEWTON_DEFAULT_FILTERS`` keeps the old
+list); the Newton ``[DEFAULT]`` names stay accepted
 as deprecated aliases, exactly as Ocata accepted them.  Options Nova added
 after Ocata that operators rely on are included with their upstream
 defaults, and the few options of our own are marked as such in their help.
@@ -28,6 +30,18 @@ NEWTON_DEFAULT_FILTERS = [
     'AvailabilityZoneFilter',
     'RamFilter',
     'DiskFilter',
+    'ComputeFilter',
+    'ComputeCapabilitiesFilter',
+    'ImagePropertiesFilter',
+    'ServerGroupAntiAffinityFilter',
+    'ServerGroupAffinityFilter',
+]
+
+# Nova 34's ``[filter_scheduler] enabled_filters`` default (the default
+# here since issue 32): Nova dropped RetryFilter (Queens), RamFilter,
+# DiskFilter (Placement checks them) and AvailabilityZoneFilter (the
+# request filter ``map_az_to_placement_aggregate`` replaces it).
+NOVA_DEFAULT_FILTERS = [
     'ComputeFilter',
     'ComputeCapabilitiesFilter',
     'ImagePropertiesFilter',
@@ -74,14 +88,26 @@ scheduler_opts = [
                     'also bounds the number of alternates: each '
                     'Selection list holds at most ``max_attempts`` hosts.'),
     cfg.IntOpt('discover_hosts_in_cells_interval', default=-1, min=-1,
-               help='Accepted for Nova compatibility and ignored: hosts '
-                    'are mapped to cells by ``nova-manage cell_v2 '
-                    'discover_hosts`` (or Nova\'s own scheduler), and in '
-                    'Nova database mode this service reads those '
-                    'mappings.'),
+               help='Seconds between two runs of the periodic task that '
+                    'maps new compute hosts to their cells, as '
+                    '``nova-manage cell_v2 discover_hosts`` does: a '
+                    '``host_mappings`` row in the API database for each '
+                    'host with unmapped compute nodes in a cell, then '
+                    '``compute_nodes.mapped = 1``.  The first run is at '
+                    'start; 0 runs it every 60 seconds; negative (the '
+                    'default) never.  When several schedulers run, only '
+                    'the leader runs it, by Nova\'s rule: the first host, '
+                    'in sorted order, of the enabled ``nova-scheduler`` '
+                    'services that are up in the ``[scheduler] '
+                    'service_cell`` database (Nova\'s own schedulers '
+                    'included).  Nova database mode only: the standalone '
+                    'schema has no host mappings, and the option is '
+                    'ignored there (logged at start).'),
     cfg.IntOpt('workers', min=0,
                help='Number of worker processes of the scheduler service.  '
-                    'Unset or 0 means one.'),
+                    'Unset or 0 means the number of CPUs, as in Nova 34 '
+                    '(``processutils.get_worker_count()``); set 1 for the '
+                    'single process of earlier releases.'),
     cfg.FloatOpt('drain_timeout', default=5.0, min=0.0,
                  help='Seconds a stopping scheduler process (SIGTERM, or '
                       'its parent gone) waits for the requests it has '
@@ -130,10 +156,12 @@ scheduler_opts = [
                      'claims in this service\'s own database.'),
     cfg.IntOpt('max_placement_results', default=1000, min=1,
                help='Nova\'s option (since Queens): the ``limit`` of its '
-                    '``GET /allocation_candidates``, which makes a large '
-                    'cloud choose among that many random hosts.  Accepted '
-                    'for compatibility; the candidates are computed in '
-                    'memory over every provider, so no host is cut.'),
+                    '``GET /allocation_candidates``, so that Nova '
+                    'considers at most that many compute nodes (those '
+                    'Placement returns first).  Here every compute node '
+                    'is considered, unless ``[placement] '
+                    'apply_max_placement_results`` is True (see '
+                    'docs/placement.rst).'),
     cfg.BoolOpt('limit_tenants_to_placement_aggregate', default=False,
                 help='Placement mode: restrict a project to the aggregates '
                      'whose ``filter_tenant_id`` metadata key (or '
@@ -159,6 +187,13 @@ scheduler_opts = [
                      'architecture and vIOMMU properties into required '
                      'traits of the compute node (Nova\'s option, since '
                      'Ussuri).'),
+    cfg.BoolOpt('query_placement_for_routed_network_aggregates',
+                default=False,
+                help='Placement mode: keep an instance whose requested '
+                     'networks or ports are on a routed network (Neutron '
+                     'segments) to the aggregates of those segments, '
+                     'asking Neutron (``[neutron]``) as Nova does (Nova\'s '
+                     'option, since Xena).'),
     cfg.BoolOpt('claim_resources', default=True,
                 help='Claim the chosen node\'s vCPUs, RAM and disk in the '
                      'database before returning it, so that several '
@@ -254,11 +289,19 @@ filter_scheduler_opts = [
                          '``scheduler.filters`` entry-point namespace, ours '
                          'and third-party ones.  May be given several '
                          'times.'),
-    cfg.ListOpt('enabled_filters', default=NEWTON_DEFAULT_FILTERS,
+    cfg.ListOpt('enabled_filters', default=NOVA_DEFAULT_FILTERS,
                 deprecated_opts=_old('scheduler_default_filters'),
                 help='Filter class names, in the order they run.  Each must '
                      'be among the available filters, or the service '
-                     'refuses to start (SchedulerHostFilterNotFound).'),
+                     'refuses to start (SchedulerHostFilterNotFound).  The '
+                     'default is Nova 34\'s.  Without Placement '
+                     '(``[scheduler] use_placement`` False) nothing but a '
+                     'filter checks RAM, disk or the availability zone: '
+                     'the Newton/Ocata default was RetryFilter,'
+                     'AvailabilityZoneFilter,RamFilter,DiskFilter,'
+                     'ComputeFilter,ComputeCapabilitiesFilter,'
+                     'ImagePropertiesFilter,ServerGroupAntiAffinityFilter,'
+                     'ServerGroupAffinityFilter.'),
     cfg.ListOpt('baremetal_enabled_filters',
                 default=['RetryFilter', 'AvailabilityZoneFilter',
                          'ComputeFilter', 'ComputeCapabilitiesFilter',
@@ -367,6 +410,18 @@ filter_scheduler_opts = [
                    'aggregate_image_properties_isolation_separator'),
                help='AggregateImagePropertiesIsolation: separator between '
                     'the namespace and the key.'),
+    cfg.BoolOpt('pci_in_placement', default=False,
+                help='Nova 34: PCI devices of flavor aliases are scheduled '
+                     'and claimed in Placement (set it on nova-api, '
+                     'nova-conductor and the scheduler alike, once every '
+                     'compute has ``[pci] report_in_placement``).  The '
+                     'conductor then sends one request group per device, '
+                     'and NUMATopologyFilter and PciPassthroughFilter '
+                     'check each allocation candidate with its mappings '
+                     '(as they do whenever a request carries such '
+                     'groups).  Here it also says which requests to '
+                     'expect: a request contradicting it is logged once '
+                     '(docs/placement.rst).'),
 ]
 
 metrics_opts = [

@@ -73,6 +73,7 @@ from scheduler.engine import decision as decision_lib
 from scheduler.engine import live_migration
 from scheduler.engine import reservation
 from scheduler.observability import notifications
+from scheduler.placement import refusals
 
 if TYPE_CHECKING:
     from scheduler.engine.pipeline import Ranking
@@ -355,7 +356,7 @@ class FilterScheduler(base.Scheduler):
                 break
             decision.consume(ranking.first(), index)
         if len(decision.selected) < num:
-            ranking.log_refusal()
+            refusals.log_refusal(ranking, self.candidates, spec_obj)
             _set_instance_uuid(spec_obj, first_uuid)
             LOG.debug('Found %d of %d requested host(s) for instance %s',
                       len(decision.selected), num, first_uuid)

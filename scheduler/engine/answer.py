@@ -12,6 +12,7 @@ candidate source's allocation request for its host in Placement mode.
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,28 +43,34 @@ def selections(selected: Sequence[HostState],
     best ``alternates`` of the same cell that no instance was given, at
     most ``max_hosts`` in all.
 
-    A host in several lists (an alternate of every instance, or chosen
-    for several) is one Selection object in all of them: Selections are
-    values, built once per host (building one is most of the cost), and
-    the RPC layer serialises each list in full.  In Placement mode each
-    carries its host's allocation request (``allocation_request``, JSON,
-    and its microversion: ``CandidateSource.allocation_request``)."""
-    made: dict[tuple[str, str], Any] = {}
+    A host in several lists (an alternate of every instance) is one
+    Selection object in all of them: Selections are values, built once
+    per host (building one is most of the cost), and the RPC layer
+    serialises each list in full.  In Placement mode each carries its
+    host's allocation request (``allocation_request``, JSON, and its
+    microversion: ``CandidateSource.allocation_request``): the ``nth``
+    instance chosen on a host has a Selection of its own, carrying the
+    allocation request that instance took (as Nova 34's each claimed
+    one), which nova-conductor reads the PCI devices' providers from."""
+    made: dict[tuple[str, str, int], Any] = {}
 
-    def selection(state: HostState) -> Any:
-        key = (state.host, state.nodename)
+    def selection(state: HostState, nth: int = 0) -> Any:
+        key = (state.host, state.nodename, nth)
         if key not in made:
             made[key] = selection_obj.Selection.from_host_state(state)
-            request = source.allocation_request(state)
+            request = source.allocation_request(state, nth)
             if request is not None:
                 (made[key].allocation_request,
                  made[key].allocation_request_version) = request
         return made[key]
 
     chosen_keys = {(s.host, s.nodename) for s in selected}
+    placed: collections.Counter[tuple[str, str]] = collections.Counter()
     result = []
     for state in selected:
-        picks = [selection(state)]
+        nth = placed[state.host, state.nodename]
+        placed[state.host, state.nodename] += 1
+        picks = [selection(state, nth)]
         for alt in alternates:
             if len(picks) >= max_hosts:
                 break

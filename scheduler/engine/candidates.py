@@ -58,11 +58,13 @@ class CandidateSource(Protocol):
     def consume(self, state: HostState) -> None:
         """Count one more instance of the current request on ``state``."""
 
-    def allocation_request(self, state: HostState
+    def allocation_request(self, state: HostState, nth: int = 0
                            ) -> tuple[str, str] | None:
         """``(allocation request JSON, its microversion)`` of the current
-        request on ``state``, for its Selection; None when there is
-        none."""
+        request on ``state``, for its Selection: the one the ``nth``
+        instance placed there took (in Placement mode the first
+        allocation candidate the filters left, Nova 34), or the next
+        one's when fewer were placed there; None when there is none."""
 
     def stop(self) -> None:
         """Release what the source holds (threads, connections)."""
@@ -100,7 +102,7 @@ class AllHosts:
     def consume(self, state: HostState) -> None:
         """Nothing to count beyond the host view."""
 
-    def allocation_request(self, state: HostState
+    def allocation_request(self, state: HostState, nth: int = 0
                            ) -> tuple[str, str] | None:
         return None
 

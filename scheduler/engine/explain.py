@@ -7,7 +7,14 @@ the hosts as the service does, runs the pipeline's filters one by one
 over HostState lists (the per-host ``filter_all`` path: correctness
 over speed), asks each filter's ``explain`` why a host it removed fails,
 and weighs the hosts left through the weighers' own methods.  Nothing
-is claimed or consumed in the database; Placement is not asked.
+is claimed or consumed in the database; Placement's API is not asked.
+
+With a candidate source (``scheduler.engine.candidates``; in Placement
+mode the Placement view's, which ``scheduler-manage explain`` passes),
+its check runs first, as in the service, over the request's candidates
+(``CandidateSource.select``), and ``section`` adds what the caller
+computes from them (Placement's misses, ``scheduler.placement.
+refusals.explain_view``) to the explanation, shown before the filters.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import typing
+from collections.abc import Callable
 from collections.abc import Sequence
 
 from scheduler import filters
@@ -24,6 +32,7 @@ from scheduler.view import loading
 from scheduler.view.host_state import HostState
 
 if typing.TYPE_CHECKING:
+    from scheduler.engine.candidates import CandidateSource
     from scheduler.objects.request_spec import RequestSpec
 
 _Filters = Sequence[filters.BaseHostFilter]
@@ -33,6 +42,16 @@ _Weighers = Sequence[weights.BaseHostWeigher]
 TOP = 5
 CHOICE = 'best by weight'
 PREFILTER = '(requested destination, ignore/force hosts)'
+
+
+class Section(typing.Protocol):
+    """A part of the explanation the caller computes (Placement's)."""
+
+    def lines(self) -> list[str]:
+        """The part as text lines."""
+
+    def to_dict(self) -> dict[str, typing.Any]:
+        """The part as JSON-ready data."""
 
 
 class Removed(typing.NamedTuple):
@@ -98,6 +117,8 @@ class Explanation:
     chosen: list[tuple[str, str]]
     near_misses: list[NearMiss]
     forced: bool = False
+    # Placement's misses (a Section), in Placement mode.
+    placement: Section | None = None
 
     @property
     def summary(self) -> str:
@@ -110,7 +131,9 @@ class Explanation:
 
     def to_dict(self) -> dict[str, typing.Any]:
         """The explanation as JSON-ready data."""
-        data = dataclasses.asdict(self)
+        data = dataclasses.asdict(dataclasses.replace(self, placement=None))
+        data['placement'] = (None if self.placement is None
+                             else self.placement.to_dict())
         data['summary'] = self.summary
         data['choice'] = CHOICE if self.chosen else None
         data['groups'] = dict(self.groups)
@@ -125,14 +148,26 @@ class Explanation:
 
 
 def explain(context: typing.Any, spec_obj: typing.Any,
-            top: int = TOP) -> Explanation:
+            top: int = TOP, source: CandidateSource | None = None,
+            section: Callable[[], Section | None] | None = None
+            ) -> Explanation:
     """Explain ``spec_obj`` (a checked RequestSpec) over the hosts of the
     database, with the filters (the claims' check first, with
-    ``[scheduler] claim_resources``) and weighers the service loads."""
+    ``[scheduler] claim_resources``; ``source``'s check instead, when
+    given) and weighers the service loads.  With ``source``, the
+    request's candidates are taken first and ``section()`` (when given)
+    is the explanation's ``placement``."""
     view = loading.load_host_manager(context)
-    pipe = pipeline.Pipeline(view)
+    pipe = (pipeline.Pipeline(view) if source is None
+            else pipeline.Pipeline(view, check=source.check()))
     hosts = view.get_all_host_states(context)
-    return explain_hosts(pipe.filters, pipe.weighers, hosts, spec_obj, top)
+    found = None
+    if source is not None:
+        source.select(spec_obj, hosts, view.aggs_by_id.values())
+        found = section() if section is not None else None
+    result = explain_hosts(pipe.filters, pipe.weighers, hosts, spec_obj, top)
+    result.placement = found
+    return result
 
 
 def explain_hosts(host_filters: Sequence[filters.BaseHostFilter],

@@ -7,11 +7,18 @@ putting that host in ``ignore_hosts``; this module gives the scheduler
 the same rule for callers that do not, so that the decision does not
 depend on every caller getting it right.
 
-What is a move
+What is a move (``check_type``, the one decision on the hint)
     * the scheduler hint ``_nova_check_type`` is one of ``resize``,
-      ``migrate``, ``live_migrate`` or ``evacuate``.  Nova itself only ever
-      sends ``rebuild`` in that hint; the four move values are this
-      service's documented extension;
+      ``migrate``, ``live_migrate`` or ``evacuate`` and the instance has a
+      source (below).  Nova itself only ever sends ``rebuild`` in that
+      hint; the four move values are this service's documented extension;
+    * ``rebuild`` counts only in the shape of Nova's own rebuild, forced
+      to the host and node the view finds the instance on
+      (``scheduler.view.rebuild.is_rebuild``, OSSA-2026-022);
+    * a hint on a request for an instance that is on no host (a boot: an
+      unpatched nova-api passes users' ``_nova_*`` hints through), or a
+      ``rebuild`` hint in any other shape, is ignored, with one WARNING
+      naming the instance and the hint;
     * or, without such a hint, ``spec_obj.instance_uuid`` is already among
       the ``instances`` of some HostState: the instance exists, so the
       request moves it (Nova's conductor sends the spec of the existing
@@ -34,8 +41,8 @@ before ``ignore_hosts`` / ``force_*`` and the filters)
       set (only for drivers able to do so); this service does not;
     * ``resize``: removed unless ``[DEFAULT] allow_resize_to_same_host`` is
       True (Nova's option and default, False);
-    * ``rebuild``: never removed; Nova keeps a rebuild on its host with
-      ``force_hosts`` / ``force_nodes``;
+    * ``rebuild`` (confirmed): never removed; Nova keeps a rebuild on its
+      host with ``force_hosts`` / ``force_nodes``;
     * a move found only from the instance's host (no hint) follows the
       resize rule, and is left alone when ``force_hosts`` or
       ``force_nodes`` is set (the caller pinned the placement itself, as
@@ -43,9 +50,11 @@ before ``ignore_hosts`` / ``force_*`` and the filters)
     * a plain boot (no hint, instance on no host) is unchanged.
 
 Host names are compared case-insensitively, as ``ignore_hosts``.  As in
-Queens, a request that carries any ``_nova_check_type`` hint runs the
-filters even on forced hosts (``Pipeline.get_filtered_hosts``), so a
-forced move with a hint is filtered; Nova never calls the scheduler for a
+Queens, a request whose ``_nova_check_type`` hint is honoured
+(``check_type``) runs the filters even on forced hosts
+(``Pipeline.get_filtered_hosts``), so a forced move with a hint is
+filtered (a hint that is ignored leaves a forced request unfiltered, as
+a forced boot); Nova never calls the scheduler for a
 forced live migration or evacuation.  When the
 source host stays allowed, ServerGroupAntiAffinityFilter lets the instance
 stay next to itself: as Nova's, it passes a host that already runs the
@@ -54,6 +63,7 @@ instance being scheduled (``affinity_filter``).
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 from typing import Any
@@ -61,6 +71,7 @@ from typing import Any
 from oslo_log import log as logging
 
 from scheduler.conf import CONF
+from scheduler.view import rebuild
 
 if TYPE_CHECKING:
     from scheduler.objects.request_spec import RequestSpec
@@ -68,16 +79,19 @@ if TYPE_CHECKING:
 
 LOG = logging.getLogger(__name__)
 
-CHECK_TYPE_HINT = '_nova_check_type'
+CHECK_TYPE_HINT = rebuild.CHECK_TYPE_HINT
 SOURCE_HOST_HINT = '_nova_source_host'
 
 RESIZE = 'resize'
 MIGRATE = 'migrate'
 LIVE_MIGRATE = 'live_migrate'
 EVACUATE = 'evacuate'
-REBUILD = 'rebuild'
+REBUILD = rebuild.REBUILD
 
 MOVE_TYPES = (RESIZE, MIGRATE, LIVE_MIGRATE, EVACUATE)
+
+# ``exclude_source``'s default: decide the check type over its hosts.
+_UNDECIDED = object()
 
 
 def move_type(spec_obj: RequestSpec) -> str | None:
@@ -96,10 +110,34 @@ def move_type(spec_obj: RequestSpec) -> str | None:
 
 
 def _instance_uuid(spec_obj: RequestSpec) -> str | None:
-    getter = getattr(spec_obj, 'obj_get', None)
-    if getter is not None:
-        return getter('instance_uuid')
-    return getattr(spec_obj, 'instance_uuid', None)
+    return rebuild.instance_uuid(spec_obj)
+
+
+def check_type(host_states: Iterable[HostState], spec_obj: RequestSpec
+               ) -> str | None:
+    """The ``_nova_check_type`` honoured for ``spec_obj``, else None.
+
+    ``host_states``: the view's HostStates the request may use.  Returns
+    ``rebuild`` for Nova's rebuild confirmed by the view
+    (``rebuild.is_rebuild``), one of ``MOVE_TYPES`` when the hint names it
+    and the instance has a source (``find_source``), and None for a
+    request without the hint.  Any other hinted request gets None and one
+    WARNING naming the instance and the hint (see the module).
+    """
+    hint = spec_obj.get_scheduler_hint(CHECK_TYPE_HINT)
+    if hint is None:
+        return None
+    host_states = list(host_states)
+    if hint == REBUILD:
+        return REBUILD if rebuild.is_rebuild(spec_obj, host_states) else None
+    if not isinstance(hint, str) or hint not in MOVE_TYPES:
+        rebuild.warn_ignored(spec_obj, hint, 'not a value this service '
+                             'knows')
+        return None
+    if find_source(host_states, spec_obj) is None:
+        rebuild.warn_ignored(spec_obj, hint, 'the instance is on no host')
+        return None
+    return hint
 
 
 def _source_from_hint(spec_obj: RequestSpec
@@ -155,7 +193,8 @@ def _excludes_source(kind: str, spec_obj: RequestSpec) -> bool:
     return kind in MOVE_TYPES
 
 
-def exclude_source(host_states: Iterable[HostState], spec_obj: RequestSpec
+def exclude_source(host_states: Iterable[HostState], spec_obj: RequestSpec,
+                   kind: str | None | object = _UNDECIDED
                    ) -> list[HostState]:
     """``host_states`` without the source host of a move, as a new list.
 
@@ -164,31 +203,31 @@ def exclude_source(host_states: Iterable[HostState], spec_obj: RequestSpec
     resize unless ``allow_resize_to_same_host``.  Every node of the source
     host goes (host names compared case-insensitively, as
     ``ignore_hosts``).  Returns the hosts unchanged (as a list) for a boot,
-    a rebuild, a move whose source is unknown, and a resize allowed to
-    stay.
+    a confirmed rebuild, a move whose source is unknown (its hint is
+    ignored, ``check_type``), and a resize allowed to stay.  ``kind``:
+    ``check_type`` of the request when the caller decided it over more
+    hosts than ``host_states`` (before a ``requested_destination``
+    narrowed them); by default it is decided over ``host_states``.
     """
     host_states = list(host_states)
-    check_type = spec_obj.get_scheduler_hint(CHECK_TYPE_HINT)
-    if check_type == REBUILD:
+    move = (check_type(host_states, spec_obj) if kind is _UNDECIDED
+            else typing.cast('str | None', kind))
+    if move == REBUILD:
         return host_states
-    kind = move_type(spec_obj)
     source = find_source(host_states, spec_obj)
     if source is None:
-        if kind is not None:
-            LOG.debug('The %s of instance %s has no known source host; no '
-                      'host is excluded', kind, _instance_uuid(spec_obj))
         return host_states
-    if kind is None:
+    if move is None:
         if spec_obj.get('force_hosts') or spec_obj.get('force_nodes'):
             return host_states
-        kind = RESIZE
-    if not _excludes_source(kind, spec_obj):
-        LOG.debug('The %s of instance %s may stay on its host %s', kind,
+        move = RESIZE
+    if not _excludes_source(move, spec_obj):
+        LOG.debug('The %s of instance %s may stay on its host %s', move,
                   _instance_uuid(spec_obj), source[0])
         return host_states
     source_host = source[0].lower()
     result = [s for s in host_states if s.host.lower() != source_host]
     LOG.debug('Excluding source host %s from the %s of instance %s (%d '
-              'node(s) removed)', source[0], kind, _instance_uuid(spec_obj),
+              'node(s) removed)', source[0], move, _instance_uuid(spec_obj),
               len(host_states) - len(result))
     return result

@@ -366,14 +366,17 @@ class Ranking:
 
 def _needs_prefilter(table: HostTable, spec_obj: RequestSpec) -> bool:
     """Whether ``prefilter`` may change anything for this request: one
-    of its fields is set, or the instance already runs on a host of
-    ``table`` (a move, see ``moves.exclude_source``)."""
+    of its fields is set, the instance already runs on a host of
+    ``table`` (a move, see ``moves.exclude_source``), or it carries a
+    ``_nova_check_type`` hint (``moves.check_type`` decides it, and
+    logs one it ignores)."""
     uuid = spec_obj.obj_get('instance_uuid')
     return bool(spec_obj.get('requested_destination') is not None or
                 spec_obj.get('ignore_hosts') or
                 spec_obj.get('force_hosts') or
                 spec_obj.get('force_nodes') or
                 spec_obj.get_scheduler_hint(moves.SOURCE_HOST_HINT) or
+                spec_obj.get_scheduler_hint(moves.CHECK_TYPE_HINT) or
                 (uuid and table.rows_with_instance(uuid)))
 
 
@@ -381,12 +384,13 @@ def prefilter(hosts: list[HostState], spec_obj: RequestSpec
               ) -> tuple[list[HostState], bool]:
     """Apply requested_destination, the move source and ignore/force.
     Returns ``(hosts, forced)``; ``forced`` means the filters are skipped
-    (forced hosts or nodes, unless the request is a rebuild check)."""
+    (forced hosts or nodes, unless ``moves.check_type`` honours the
+    request's ``_nova_check_type``: a confirmed rebuild, or a move)."""
+    kind = moves.check_type(hosts, spec_obj)
     hosts = _apply_requested_destination(hosts, spec_obj)
-    hosts = moves.exclude_source(hosts, spec_obj)
+    hosts = moves.exclude_source(hosts, spec_obj, kind)
     hosts, forced = _apply_ignore_and_force(hosts, spec_obj)
-    return hosts, forced and not spec_obj.get_scheduler_hint(
-        '_nova_check_type')
+    return hosts, forced and kind is None
 
 
 def _apply_requested_destination(hosts: list[HostState],

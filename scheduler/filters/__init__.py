@@ -13,6 +13,7 @@ import typing
 from collections.abc import Hashable
 from collections.abc import Iterable
 from collections.abc import Iterator
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -21,6 +22,8 @@ from oslo_log import log as logging
 from scheduler import exception
 from scheduler import loadables
 from scheduler.observability import metrics
+from scheduler.view.rebuild import CHECK_TYPE_HINT
+from scheduler.view.rebuild import is_rebuild
 
 if typing.TYPE_CHECKING:
     from scheduler.objects.request_spec import RequestSpec
@@ -37,7 +40,8 @@ class BaseHostFilter:
 
     # Run only for the first instance of a multi-instance request.
     run_filter_once_per_request: typing.ClassVar[bool] = False
-    # Run on a rebuild with a new image (``_nova_check_type`` hint).
+    # Run on a rebuild with a new image (``_nova_check_type`` hint, in
+    # the shape of Nova's rebuild: ``scheduler.view.rebuild``).
     RUN_ON_REBUILD: typing.ClassVar[bool] = False
     # The verdict on a host depends only on the request and that host's
     # HostState (its own fields, aggregates and instances), and on the
@@ -58,7 +62,7 @@ class BaseHostFilter:
 
     def _filter_one(self, host_state: 'HostState',
                     spec_obj: 'RequestSpec') -> bool:
-        if not self.RUN_ON_REBUILD and _is_rebuild(spec_obj):
+        if not self.RUN_ON_REBUILD and is_rebuild(spec_obj, [host_state]):
             return True
         return self.host_passes(host_state, spec_obj)
 
@@ -114,9 +118,78 @@ class BaseHostFilter:
         return self.explain_label or 'rejected by %s' % type(self).__name__
 
 
-def _is_rebuild(spec_obj: 'RequestSpec') -> bool:
-    check_type = spec_obj.get_scheduler_hint('_nova_check_type')
-    return check_type == 'rebuild'
+class LazyCandidates(Sequence[typing.Any]):
+    """A host's allocation candidates read from ``source`` (an iterator
+    of allocation request dicts) as far as they are asked for: what
+    ``HostState.allocation_candidates`` holds in Placement mode."""
+
+    def __init__(self, source: Iterator[typing.Any]) -> None:
+        self._source: Iterator[typing.Any] | None = source
+        self._found: list[typing.Any] = []
+
+    def _fill(self, count: int | None) -> None:
+        """Read until ``count`` candidates are known (None: all)."""
+        while self._source is not None and (
+                count is None or len(self._found) < count):
+            found = next(self._source, None)
+            if found is None:
+                self._source = None
+            else:
+                self._found.append(found)
+
+    @typing.overload
+    def __getitem__(self, index: int) -> typing.Any: ...
+
+    @typing.overload
+    def __getitem__(self, index: slice) -> Sequence[typing.Any]: ...
+
+    def __getitem__(self, index: int | slice) -> typing.Any:
+        self._fill(index + 1 if isinstance(index, int) and index >= 0
+                   else None)
+        return self._found[index]
+
+    def __len__(self) -> int:
+        self._fill(None)
+        return len(self._found)
+
+    def __bool__(self) -> bool:
+        self._fill(1)
+        return bool(self._found)
+
+    def __iter__(self) -> Iterator[typing.Any]:
+        index = 0
+        while True:
+            self._fill(index + 1)
+            if index >= len(self._found):
+                return
+            yield self._found[index]
+            index += 1
+
+    def __repr__(self) -> str:
+        return '<%s: %d read%s>' % (
+            type(self).__name__, len(self._found),
+            '' if self._source is None else ', more maybe')
+
+
+def filter_candidates(
+        host_state: 'HostState',
+        fits: typing.Callable[[typing.Any], object]) -> bool:
+    """Nova 34's ``CandidateFilterMixin.filter_candidates``: keep in
+    ``host_state.allocation_candidates`` (Placement mode; see HostState)
+    the allocation candidates for which ``fits(mappings)`` is true
+    (``mappings``: the candidate's ``{group suffix: [provider uuid]}``),
+    in their order, and return whether any is left.  Only the
+    candidates needed to answer are checked now, the others when read
+    (``LazyCandidates``: a host is decided at its first fitting one).
+    Without candidates (None: not Placement mode, or a request they are
+    not kept for) the host is checked as a whole: ``fits(None)``."""
+    candidates = host_state.allocation_candidates
+    if candidates is None:
+        return bool(fits(None))
+    kept = LazyCandidates(candidate for candidate in candidates
+                          if fits(candidate['mappings']))
+    host_state.allocation_candidates = kept
+    return bool(kept)
 
 
 class HostFilterHandler:
@@ -174,7 +247,9 @@ class HostFilterHandler:
         """
         history = []
         ran: list[BaseHostFilter] = []
-        rebuild = _is_rebuild(spec_obj)
+        # Only a request carrying the hint costs the HostStates' lookup.
+        rebuild = (spec_obj.get_scheduler_hint(CHECK_TYPE_HINT) is not None
+                   and is_rebuild(spec_obj, table.states_at(rows)))
         for host_filter in filters:
             if not host_filter.run_filter_for_index(index):
                 continue

@@ -1,6 +1,7 @@
 """NUMATopologyFilter: keep hosts the instance's NUMA topology fits on.
 
-Follows Nova's NUMATopologyFilter, Ocata logic:
+Follows Nova's NUMATopologyFilter (Ocata logic, and Nova 34's check of
+each allocation candidate in Placement mode, step 4):
 
 1. CPU policies.  The CPU policy and thread policy are read from the
    flavor extra specs ``hw:cpu_policy`` / ``hw:cpu_thread_policy`` and the
@@ -32,7 +33,13 @@ Follows Nova's NUMATopologyFilter, Ocata logic:
    pass when ``scheduler.resources.numa.fit_instance_to_host`` fits the
    requested
    topology, with the request's PCI requests and the host's PCI pools.
-   As Nova, the limits are written only when the host passes.
+   As Nova, the limits are written only when the host passes.  In
+   Placement mode (``host_state.allocation_candidates`` set) the fit is
+   tried with each allocation candidate's ``mappings`` (which decide the
+   pools of PCI requests tracked in Placement,
+   ``scheduler.resources.pci_placement``); only the candidates that fit
+   are kept, and the host passes when one is left
+   (``filters.filter_candidates``, Nova 34's ``CandidateFilterMixin``).
 
 Instance cells without a ``cpu_policy`` / ``cpu_thread_policy`` get the
 resolved ones for the fit (Nova's API always sets them; this only matters
@@ -200,16 +207,25 @@ class NUMATopologyFilter(filters.BaseHostFilter):
             ram_allocation_ratio=ratios.host_allocation_ratio(
                 host_state, 'ram_allocation_ratio'))
         requested = _with_policies(requested, cpu_policy, thread_policy)
-        try:
-            fitted = numa.fit_instance_to_host(
+        pci_requests = spec_obj.obj_get('pci_requests')
+
+        def fits(mapping):
+            return numa.fit_instance_to_host(
                 host_topology, requested, limits=limits,
-                pci_requests=spec_obj.obj_get('pci_requests'),
-                pci_stats=host_state.pci_stats)
+                pci_requests=pci_requests, pci_stats=pools,
+                provider_mapping=mapping) is not None
+
+        try:
+            # Read once for every candidate (None: no pools).
+            pools = (pci_pools.parse_pools(host_state.pci_stats)
+                     if host_state.pci_stats is not None and
+                     pci_pools.request_list(pci_requests) else None)
+            fitted = filters.filter_candidates(host_state, fits)
         except pci_pools.InvalidPciPools as exc:
             LOG.warning('%(host_state)s: unreadable PCI pools: %(error)s',
                         {'host_state': host_state, 'error': exc})
             return False
-        if fitted is None:
+        if not fitted:
             LOG.debug('%(host_state)s fails the NUMA topology requirements; '
                       'the instance does not fit on the host',
                       {'host_state': host_state})

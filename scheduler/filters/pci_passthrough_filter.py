@@ -10,7 +10,14 @@ Follows Nova's PciPassthroughFilter:
   requests)``
   holds: every request finds ``count`` free devices in the pools matching
   one of its specs (``vendor_id``/``product_id``/tags; module
-  ``scheduler.resources.pci_pools``), requests served in order.
+  ``scheduler.resources.pci_pools``), requests served in order;
+* in Placement mode (``host_state.allocation_candidates`` set), as Nova
+  34: that check with each allocation candidate's ``mappings`` (a
+  request whose devices Placement allocates uses the pools of the
+  providers the candidate maps its groups to:
+  ``scheduler.resources.pci_placement``); the candidates that fail are
+  dropped, and the host passes when one is left
+  (``filters.filter_candidates``).
 
 No NUMA restriction is applied here (as Nova): NUMA affinity of the
 devices is checked by the NUMATopologyFilter, which fits PCI requests
@@ -42,8 +49,10 @@ class PciPassthroughFilter(filters.BaseHostFilter):
                       {'host_state': host_state})
             return False
         try:
-            supported = pci_pools.support_requests(host_state.pci_stats,
-                                                   requests)
+            pools = pci_pools.parse_pools(host_state.pci_stats)
+            supported = filters.filter_candidates(
+                host_state, lambda mapping: pci_pools.support_requests(
+                    pools, requests, provider_mapping=mapping))
         except pci_pools.InvalidPciPools as exc:
             LOG.warning('%(host_state)s: unreadable PCI pools: %(error)s',
                         {'host_state': host_state, 'error': exc})

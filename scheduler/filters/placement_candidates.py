@@ -33,3 +33,6 @@ class PlacementCandidatesFilter(filters.BaseHostFilter):
 
     def host_mask(self, table, rows, spec_obj):
         return self.view.passes_rows(table, rows)
+
+    def explain(self, host_state, spec_obj):
+        return 'not an allocation candidate (see the Placement section)'

@@ -25,6 +25,7 @@ from oslo_log import log as logging
 
 from scheduler import filters
 from scheduler.filters import attestation
+from scheduler.view import rebuild
 
 LOG = logging.getLogger(__name__)
 
@@ -36,10 +37,6 @@ def _requested_trust(spec_obj):
     """The requested level, or None (unset or empty: no check, Nova)."""
     extra_specs = spec_obj.flavor.obj_get('extra_specs') or {}
     return extra_specs.get(TRUST_EXTRA_SPEC) or None
-
-
-def _is_rebuild(spec_obj):
-    return spec_obj.get_scheduler_hint('_nova_check_type') == 'rebuild'
 
 
 class TrustedFilter(filters.BaseHostFilter):
@@ -80,9 +77,10 @@ class TrustedFilter(filters.BaseHostFilter):
         return client.get_trust_levels(nodenames)
 
     def filter_all(self, host_states, spec_obj):
-        if _requested_trust(spec_obj) is None or _is_rebuild(spec_obj):
-            return super().filter_all(host_states, spec_obj)
         host_states = list(host_states)
+        if (_requested_trust(spec_obj) is None or
+                rebuild.is_rebuild(spec_obj, host_states)):
+            return super().filter_all(host_states, spec_obj)
         # One round trip for every candidate; host_passes reads the cache.
         self._levels([host.nodename for host in host_states])
         return super().filter_all(host_states, spec_obj)

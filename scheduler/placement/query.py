@@ -30,9 +30,9 @@ answers 400:
 * ``same_subtree``: comma-separated suffixes of existing groups, never
   the unsuffixed one.  A group without resources must be named in a
   ``same_subtree``, and some group must ask for resources.
-* ``limit`` is read and not applied: the in-memory candidates are all
-  of them, as the view asks for (Nova asks Placement with a ``limit``
-  unless told otherwise; the scheduler never does).
+* ``limit``: a positive integer; the view applies it only with
+  ``[placement] apply_max_placement_results`` (``scheduler.placement.
+  limits``), else every candidate is kept.
 
 Any other parameter is refused, as Placement's schema refuses it.
 Whether a trait or resource class exists (Placement's 400 for an

@@ -45,7 +45,22 @@ the RequestSpec before Nova translates it, in Nova's order:
     ``USER``, ``HOST`` or ``DEPLOYMENT`` as the flavor's
     ``hw:tpm_secret_security`` says (flavor only; default ``user``);
     another value fails the request (NoValidHost, as Nova's
-    RequestFilterFailed ends).
+    RequestFilterFailed ends);
+12. routed networks (``query_placement_for_routed_network_aggregates``):
+    the aggregates of the requested networks' segments become
+    ``member_of=in:`` lists;
+13. remote-managed ports (always): ``COMPUTE_REMOTE_MANAGED_PORTS`` for
+    a ``remote-managed`` port; 12 and 13 ask Neutron
+    (``scheduler.placement.request_filters_neutron``) and run between
+    filters 8 and 9, in Nova's order;
+14. ``OWNER_NOVA`` (always, last; ``scheduler.placement.
+    request_filters_owner``): once every nova-compute reports
+    service version 73 or later (``scheduler.placement.
+    compute_versions``), ``root_required`` gets ``OWNER_NOVA``, and so
+    does every request group of a PCI request from a flavor alias (its
+    suffix is ``<request_id>-<n>``, as Nova names the PCI groups); a
+    request already requiring it is left as it is.  Below 73 Nova logs a
+    warning for every request; here once per minimum version seen.
 
 Filters 8 to 11 read a setting as ``scheduler.placement.hardware`` does,
 as Nova 34's ``nova.virt.hardware`` helpers: the two boolean flags
@@ -56,12 +71,15 @@ both are non-empty and differ.  A conflict raises ``HardwareRequestError``
 image value Nova's enum fields would refuse is refused here).  They
 have no option, as in Nova.
 
-Nova's filters for routed networks, remote-managed ports and the
-``OWNER_NOVA`` trait are not applied yet.
+What filters 12 to 14 read outside the request comes in ``Lookups``:
+the minimum compute version, the Neutron client (None when ``[neutron]``
+is not configured: filters 12 and 13 are skipped, logged at start) and
+the aggregates of a resource provider (the Placement view's).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -72,9 +90,13 @@ from oslo_log import log as logging
 from oslo_utils import strutils
 
 from scheduler import exception
+from scheduler.placement import compute_versions
 from scheduler.placement import hardware
 from scheduler.placement import hardware_features
+from scheduler.placement import neutron as neutron_lib
 from scheduler.placement import request as request_lib
+from scheduler.placement import request_filters_neutron as neutron_filters
+from scheduler.placement import request_filters_owner as owner_filter
 from scheduler.placement.hardware import ExtraSpecs
 from scheduler.placement.hardware import ImageProps
 
@@ -114,14 +136,78 @@ TPM_SECRET_SECURITY_TRAITS = {
 DEFAULT_TPM_SECRET_SECURITY = 'user'
 
 
+def _no_aggregates(uuid: str) -> frozenset[str] | None:
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Lookups:
+    """What filters 12 to 14 read outside the request (see the module):
+    ``min_compute_version()``, the minimum nova-compute service version
+    (0: unknown); ``neutron``, a NeutronClient or None;
+    ``provider_aggregates(uuid)``, a resource provider's aggregate uuids
+    (None: no such provider).  The defaults know nothing: no Neutron, no
+    ``OWNER_NOVA``."""
+
+    min_compute_version: Callable[[], int] = lambda: 0
+    neutron: neutron_lib.NeutronClient | None = None
+    provider_aggregates: neutron_filters.ProviderAggregates = _no_aggregates
+
+    def with_providers(self, provider_aggregates:
+                       neutron_filters.ProviderAggregates) -> Lookups:
+        """These lookups with ``provider_aggregates``."""
+        return dataclasses.replace(self,
+                                   provider_aggregates=provider_aggregates)
+
+
+def forest_aggregates(forest: Any) -> neutron_filters.ProviderAggregates:
+    """``provider_aggregates`` over a ``provider_trees.Forest``."""
+    def provider_aggregates(uuid: str) -> frozenset[str] | None:
+        index = forest.index_of(uuid)
+        if index < 0:
+            return None
+        found: frozenset[str] = forest.provider(index).aggregates
+        return found
+    return provider_aggregates
+
+
+def lookups_from_config(conf: Any) -> Lookups:
+    """The Lookups of ``conf``: the minimum compute version read from
+    the cells (kept a minute), and Neutron's client when ``[neutron]`` is
+    configured (else a warning: filters 12 and 13 are skipped)."""
+    neutron = None
+    if neutron_lib.configured(conf):
+        neutron = neutron_lib.NeutronClient(conf)
+    elif conf.scheduler.query_placement_for_routed_network_aggregates:
+        LOG.error('[scheduler] query_placement_for_routed_network_'
+                  'aggregates is set but [neutron] is not configured (no '
+                  'auth_type nor endpoint_override): routed networks and '
+                  'remote-managed ports are not filtered')
+    else:
+        LOG.warning('[neutron] is not configured (no auth_type nor '
+                    'endpoint_override): remote-managed ports are not '
+                    'filtered (Nova\'s remote_managed_ports_filter)')
+    return Lookups(min_compute_version=compute_versions.MinComputeVersion(),
+                   neutron=neutron)
+
+
 def apply(query: request_lib.ResourceRequest, spec_obj: Any,
-          aggregates: Iterable[Any], conf: Any) -> None:
+          aggregates: Iterable[Any], conf: Any,
+          lookups: Lookups | None = None) -> None:
     """Apply Nova's request filters to ``query`` (see the module).
-    ``aggregates``: every host aggregate (``uuid``, ``metadata``).
+    ``aggregates``: every host aggregate (``uuid``, ``metadata``);
+    ``lookups``: what filters 12 to 14 read (default: nothing known).
 
     :raises NoValidHost: tenant isolation requires an aggregate and the
-        project has none.
+        project has none; a vTPM secret security Nova does not support;
+        a routed network's aggregates cannot be found.
+    :raises HardwareRequestError: see filters 8 to 11.
+    :raises PortNotFound, NeutronUnavailable: a requested port cannot be
+        read (``scheduler.placement.neutron``).
+    :raises SegmentProviderNotFound: Placement has no provider for a
+        routed network's segment (``request_filters_neutron``).
     """
+    lookups = lookups or Lookups()
     aggregates = list(aggregates)
     options = conf.scheduler
     if options.limit_tenants_to_placement_aggregate:
@@ -139,8 +225,24 @@ def apply(query: request_lib.ResourceRequest, spec_obj: Any,
     if extra_specs.get('accel:device_profile'):
         query.root_required.add(os_traits.COMPUTE_ACCELERATORS)
     image_props = _image_properties(spec_obj)
-    for root_traits in FLAVOR_IMAGE_FILTERS:
+    query.root_required.update(packed_virtqueue_traits(extra_specs,
+                                                       image_props))
+    _neutron(query, spec_obj, options, lookups)
+    for root_traits in FLAVOR_IMAGE_FILTERS[1:]:
         query.root_required.update(root_traits(extra_specs, image_props))
+    owner_filter.owner_nova(query, spec_obj, lookups.min_compute_version)
+
+
+def _neutron(query: request_lib.ResourceRequest, spec_obj: Any,
+             options: Any, lookups: Lookups) -> None:
+    """Filters 12 and 13 (none without a Neutron client)."""
+    if lookups.neutron is None:
+        return
+    ports = neutron_filters.Ports(lookups.neutron)
+    if options.query_placement_for_routed_network_aggregates:
+        neutron_filters.routed_networks(query, spec_obj, ports,
+                                        lookups.provider_aggregates)
+    neutron_filters.remote_managed_ports(query, spec_obj, ports)
 
 
 def _metadata(aggregate: Any) -> dict[str, str]:

@@ -3,7 +3,9 @@
 The ``Reservation`` of ``scheduler.engine.reservation`` with Placement's
 API as the store of claims, as Nova's scheduler claims since Pike: each
 instance's claim is the chosen host's allocation request
-(``PlacementView.allocation_request``), for the request's project and
+(``PlacementView.allocation_request``: its first allocation candidate
+that NUMATopologyFilter and PciPassthroughFilter kept, as Nova 34;
+``scheduler.placement.host_candidates``), for the request's project and
 user, with ``consumer_generation`` null (a new consumer).  The instances
 of a request are claimed together with ``POST /allocations``
 (microversion 1.13+), all or none (``scheduler.placement.bulk_claims``:
@@ -109,7 +111,8 @@ class PlacementReservation:
     def _allocation_request(self, state: HostState, nth: int | None
                             ) -> dict[str, Any] | None:
         try:
-            return self.view.allocation_request(state.uuid, nth)
+            return self.view.allocation_request(
+                state.uuid, nth, state.allocation_candidates)
         except KeyError:
             LOG.info('%s:%s is no allocation candidate of the request (a '
                      'forced host Placement does not offer)',

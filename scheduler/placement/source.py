@@ -8,8 +8,9 @@ Nova's scheduler has since Pike: a request's candidates are those of its
 view's refresh; ``PlacementCandidatesFilter`` runs before the enabled
 filters; each instance placed consumes the allocation request it takes,
 which its Selection carries; every request is claimed but a rebuild
-(Nova asks Placement nothing for one).  Requests are decided one by one:
-each claim is a round trip of its own.
+(Nova asks Placement nothing for one), recognised by its shape and by the
+instance's allocations on its node (``_rebuild``).  Requests are decided
+one by one: each claim is a round trip of its own.
 """
 
 from __future__ import annotations
@@ -19,11 +20,18 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 from typing import Any
 
+import sqlalchemy as sa
+
+from scheduler.conf import CONF
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import placement_candidates
 from scheduler.placement import client as client_lib
+from scheduler.placement import host_candidates
+from scheduler.placement import request_filters
 from scheduler.placement import reservation as reservation_lib
 from scheduler.placement import view as view_lib
+from scheduler.resources import pci_placement
+from scheduler.view import rebuild
 from scheduler.view.host_state import HostState
 
 if TYPE_CHECKING:
@@ -37,36 +45,72 @@ class PlacementSource:
     batches = False
 
     def __init__(self, view: view_lib.PlacementView,
-                 client: client_lib.PlacementClient) -> None:
+                 client: client_lib.PlacementClient,
+                 lookups: request_filters.Lookups | None = None) -> None:
         self.view = view
+        # What the request filters read outside the request (the cells'
+        # minimum compute version, Neutron).
+        self.lookups = (lookups if lookups is not None
+                        else request_filters.lookups_from_config(CONF))
         self.reservation: Reservation = (
             reservation_lib.PlacementReservation(view, client))
+        # The HostStates given allocation candidates for the request.
+        self._kept: list[HostState] = []
 
     def check(self) -> BaseHostFilter | None:
         return placement_candidates.PlacementCandidatesFilter(self.view)
 
     def claiming(self, spec_obj: Any) -> bool:
         """Always, but for a rebuild."""
-        return not _rebuild(spec_obj)
+        return not _rebuild(self.view, spec_obj)
 
     def select(self, spec_obj: Any, states: list[HostState],
                aggregates: Iterable[Any]) -> None:
         """Refresh the view and compute the request's candidates (none
         for a rebuild; ``spec_obj`` None: nothing asked yet)."""
-        if spec_obj is not None and _rebuild(spec_obj):
+        self._keep_candidates(None, ())
+        if spec_obj is not None and _rebuild(self.view, spec_obj):
+            # No candidate: a rebuild's Selections carry no allocation
+            # request (not the last request's).
+            self.view.current = view_lib.Candidates()
             return
         self.view.refresh()
         if spec_obj is not None:
             self.view.select(spec_obj, functools.partial(_find_nodes,
                                                          states),
-                             aggregates)
+                             aggregates, self.lookups)
+            pci_placement.check_option(
+                spec_obj, CONF.filter_scheduler.pci_in_placement)
+            self._keep_candidates(spec_obj, states)
+
+    def _keep_candidates(self, spec_obj: Any,
+                         states: Iterable[HostState]) -> None:
+        """Give each of ``states`` its allocation candidates for
+        ``spec_obj`` when the filters check them one by one
+        (``host_candidates.wanted``; built lazily), after taking those
+        of the last request away."""
+        for state in self._kept:
+            state.allocation_candidates = None
+        self._kept = []
+        if spec_obj is None or not host_candidates.wanted(spec_obj):
+            return
+        self._kept = list(states)
+        for state in self._kept:
+            state.allocation_candidates = host_candidates.HostCandidates(
+                self.view, state.uuid)
 
     def consume(self, state: HostState) -> None:
-        self.view.consume(state.uuid)
+        """Count the first surviving candidate of ``state`` (Nova 34);
+        its list is built anew for the next instance."""
+        self.view.consume(state.uuid, state.allocation_candidates)
+        if state.allocation_candidates is not None:
+            state.allocation_candidates = host_candidates.HostCandidates(
+                self.view, state.uuid)
 
-    def allocation_request(self, state: HostState
+    def allocation_request(self, state: HostState, nth: int = 0
                            ) -> tuple[str, str] | None:
-        request = self.view.allocation_request_json(state.uuid)
+        request = self.view.allocation_request_json(
+            state.uuid, state.allocation_candidates, nth)
         if request is None:
             return None
         return request, view_lib.ALLOCATION_REQUEST_VERSION
@@ -75,8 +119,44 @@ class PlacementSource:
         self.view.close()
 
 
-def _rebuild(spec_obj: Any) -> bool:
-    return spec_obj.get_scheduler_hint('_nova_check_type') == 'rebuild'
+def _rebuild(view: view_lib.PlacementView, spec_obj: Any) -> bool:
+    """Whether ``spec_obj`` is Nova's rebuild, neither selected nor
+    claimed (``rebuild.is_rebuild``): its shape, and the instance's
+    allocations in Placement on the forced node, which is what makes
+    skipping the claim safe (OSSA-2026-022).  The filters confirm the
+    host view's instances in turn."""
+    if spec_obj.get_scheduler_hint(rebuild.CHECK_TYPE_HINT) is None:
+        return False
+    engine = view.engine
+    return rebuild.is_rebuild(spec_obj, allocated=(
+        None if engine is None else
+        functools.partial(_holds_allocations, engine)))
+
+
+_ALLOCATIONS = sa.table('allocations', sa.column('resource_provider_id'),
+                        sa.column('consumer_id'))
+_PROVIDERS = sa.table('resource_providers', sa.column('id'),
+                      sa.column('name'), sa.column('root_provider_id'))
+
+
+def _holds_allocations(engine: Any, consumer: str, node: str) -> bool:
+    """Whether consumer ``consumer`` (an instance uuid) holds allocations
+    in the provider tree whose root is named ``node`` (nova-compute names
+    a compute node's provider after its hypervisor hostname).  One
+    query."""
+    provider = _PROVIDERS.alias('provider')
+    root = _PROVIDERS.alias('root')
+    query = (sa.select(sa.literal(1))
+             .select_from(_ALLOCATIONS
+                          .join(provider, provider.c.id ==
+                                _ALLOCATIONS.c.resource_provider_id)
+                          .join(root, root.c.id ==
+                                provider.c.root_provider_id))
+             .where(_ALLOCATIONS.c.consumer_id == consumer,
+                    root.c.name == node)
+             .limit(1))
+    with engine.connect() as connection:
+        return connection.execute(query).first() is not None
 
 
 def _find_nodes(states: list[HostState], host: str | None,

@@ -67,6 +67,8 @@ from scheduler.db.nova import cells
 from scheduler.placement import candidates as candidates_lib
 from scheduler.placement import client as client_lib
 from scheduler.placement import database
+from scheduler.placement import host_candidates
+from scheduler.placement import limits
 from scheduler.placement import provider_trees
 from scheduler.placement import query as query_lib
 from scheduler.placement import request as request_lib
@@ -102,6 +104,8 @@ class Candidates:
     plan: trees.Plan | None = None
     chosen: dict[str, list[dict[str, Any]]] = dataclasses.field(
         default_factory=dict)
+    # What every node's candidates share (``host_candidates``).
+    shared: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 class PlacementView:
@@ -270,16 +274,24 @@ class PlacementView:
     # -- one request --------------------------------------------------------
 
     def select(self, spec_obj: Any, find_nodes: request_lib.NodeFinder,
-               aggregates: Iterable[Any] = ()) -> Candidates:
+               aggregates: Iterable[Any] = (),
+               lookups: request_filters.Lookups | None = None
+               ) -> Candidates:
         """Compute the candidates of ``spec_obj`` (see the module; trees
         searched within ``[placement] max_candidate_combinations``), after
         Nova's request filters over the host ``aggregates``, and keep them
         as ``current`` for ``passes``, ``consume`` and ``allocation_request``.
         Raises NoValidHost when a requested host or node names no compute
         node or a request filter fails, InvalidRequestSpec for a request
-        Nova refuses to translate."""
-        query = request_lib.for_scheduling(spec_obj, None, find_nodes)
-        request_filters.apply(query, spec_obj, aggregates, CONF)
+        Nova refuses to translate.  ``lookups``: what the request filters
+        read outside the request (the view adds the providers'
+        aggregates)."""
+        query = request_lib.for_scheduling(spec_obj, limits.max_results(CONF),
+                                           find_nodes)
+        request_filters.apply(
+            query, spec_obj, aggregates, CONF,
+            (lookups or request_filters.Lookups()).with_providers(
+                request_filters.forest_aggregates(self._forest())))
         self.current = self.candidates(query.query_params())
         return self.current
 
@@ -299,9 +311,18 @@ class PlacementView:
             LOG.info('No allocation candidate: Placement refuses the query '
                      '(unknown traits %s)', ', '.join(sorted(unknown)))
             return Candidates()
+        # Nova's limit (scheduler.placement.limits), when asked for.
+        limit = (limits.query_limit(params)
+                 if CONF.placement.apply_max_placement_results else None)
         group = provider_trees.root_group(request, forest)
         if group is not None:
-            return Candidates(group=group, static=forest.roots.matches(group))
+            static = forest.roots.matches(group)
+            if limit is not None:
+                static = limits.first(
+                    static & forest.roots.fits_capacity(group), limit)
+            return Candidates(group=group, static=static)
+        if limit is not None:
+            return Candidates(plan=limits.LimitedPlan(forest, request, limit))
         return Candidates(plan=trees.Plan(forest, request))
 
     def _unknown_traits(self, names: frozenset[str]) -> frozenset[str]:
@@ -360,50 +381,29 @@ class PlacementView:
             fits = np.zeros(len(table.providers), dtype=bool)
         return np.append(fits, False)
 
-    def allocation_request(self, uuid: str, nth: int | None = 0
+    def allocation_request(self, uuid: str, nth: int | None = 0,
+                           surviving: Sequence[dict[str, Any]] | None = None
                            ) -> dict[str, Any]:
-        """The allocation request of the current request on compute node
-        ``uuid``: the body of a claim, and a Selection's
-        ``allocation_request``.  With ``nth``, the one the ``nth``
-        instance placed there consumed, when there was one; else (or
-        with None) the one the next instance would take.  KeyError when
-        the node is no candidate."""
-        current = self.current
-        chosen = current.chosen.get(uuid, [])
-        if nth is not None and nth < len(chosen):
-            return chosen[nth]
-        row = self._forest().roots.row_of[uuid]      # KeyError: not a provider
-        if current.group is not None:
-            return {'allocations': {uuid: {'resources': dict(
-                        current.group.resources)}},
-                    'mappings': {'': [uuid]}}
-        found = current.plan.first(row) if current.plan else None
-        if found is None:
-            raise KeyError(uuid)
-        return found.body(self._forest())
+        """The current request's allocation request on compute node
+        ``uuid`` (a claim's body, a Selection's): the ``nth`` instance's
+        there, else the next one's, the first of ``surviving`` when
+        given (``host_candidates.next_request``).  KeyError: none."""
+        self._forest()
+        return host_candidates.next_request(self, uuid, nth, surviving)
 
-    def allocation_request_json(self, uuid: str) -> str | None:
-        """``allocation_request`` as the JSON text a Selection carries, or
-        None when the node is no candidate."""
+    def allocation_request_json(self, uuid: str, surviving: Any = None,
+                                nth: int = 0) -> str | None:
+        """``allocation_request`` as JSON (a Selection's); None: none."""
         try:
-            return json.dumps(self.allocation_request(uuid))
+            return json.dumps(self.allocation_request(uuid, nth, surviving))
         except KeyError:
             return None
 
-    def consume(self, uuid: str) -> None:
-        """Count the current request's allocation on compute node
-        ``uuid`` in the view (one instance chosen there), on every
-        provider it takes from."""
-        try:
-            allocation_request = self.allocation_request(uuid, None)
-        except KeyError:
-            return
-        self.current.chosen.setdefault(uuid, []).append(allocation_request)
-        forest = self._forest()
-        for rp_uuid, allocation in allocation_request['allocations'].items():
-            if forest.index_of(rp_uuid) >= 0:
-                forest.consume(rp_uuid, allocation['resources'])
-            self.forget([rp_uuid])
+    def consume(self, uuid: str,
+                surviving: Sequence[dict[str, Any]] | None = None) -> None:
+        """Count ``allocation_request``'s next on its providers."""
+        self._forest()
+        host_candidates.consume(self, uuid, surviving)
 
 
 def _moved(known: dict[int, int], read: dict[int, int]) -> set[int]:

@@ -240,7 +240,8 @@ def _search(host: HostNUMATopology, instance_cells: list[Any], limits: Any,
 
 def fit_instance_to_host(host_topology: Any, instance_topology: Any,
                          limits: Any = None, pci_requests: Any = None,
-                         pci_stats: Any = None) -> Any:
+                         pci_stats: Any = None,
+                         provider_mapping: Any = None) -> Any:
     """The instance topology fitted onto the host, or None
     (docs/numa.rst, "Fitting").
 
@@ -250,7 +251,10 @@ def fit_instance_to_host(host_topology: Any, instance_topology: Any,
     ``NUMATopologyLimits`` (or a dict with its two ratios) or None;
     ``pci_requests``: ``InstancePCIRequests`` or a list of requests;
     ``pci_stats``: the host's PCI pools (anything ``pci_pools.parse_pools``
-    accepts).  Never changes its arguments.
+    accepts); ``provider_mapping``: an allocation candidate's
+    ``mappings``, which decide the pools of PCI requests in Placement
+    (``pci_pools.support_requests``; Nova 34), or None.  Never changes
+    its arguments.
     """
     host = parse_host_topology(host_topology)
     instance_cells = list(_get(instance_topology, 'cells', []))
@@ -269,7 +273,8 @@ def fit_instance_to_host(host_topology: Any, instance_topology: Any,
         if not requests:
             return True
         return pci_pools.support_requests(
-            pools, requests, [host.cells[fit.host_index].id for fit in fits])
+            pools, requests, [host.cells[fit.host_index].id for fit in fits],
+            provider_mapping)
 
     reserved = 1 if (_get(instance_topology, 'emulator_threads_policy') ==
                      EMULATOR_THREADS_ISOLATE) else 0
@@ -374,6 +379,11 @@ def consume_numa_and_pci(host_state: Any, spec_obj: Any) -> Any:
       devices are taken from ``host_state.pci_stats`` (on the fitted NUMA
       cells when there are some), written back in the stored shape.
 
+    In Placement mode both follow the host's first surviving allocation
+    candidate (``host_state.allocation_candidates[0]``, the one claimed):
+    its ``mappings`` decide the PCI pools, as Nova 34 consumes with the
+    claimed candidate's mappings.
+
     Returns the fitted InstanceNUMATopology (or None).  The request is not
     changed.  Never raises: as Nova's consume, a problem (no fit, no
     devices, an unreadable column) is logged as a warning and the rest of
@@ -385,11 +395,14 @@ def consume_numa_and_pci(host_state: Any, spec_obj: Any) -> Any:
         requests = []
     fitted = None
     try:
+        mapping = (_claimed_mapping(host_state)
+                   if requested is not None or requests else None)
         if requested is not None and host_state.numa_topology:
             host = parse_host_topology(host_state.numa_topology)
             fitted = fit_instance_to_host(
                 host, requested, limits=host_state.limits.get('numa_topology'),
-                pci_requests=requests, pci_stats=host_state.pci_stats)
+                pci_requests=requests, pci_stats=host_state.pci_stats,
+                provider_mapping=mapping)
             if fitted is None:
                 LOG.warning('%(host)s: the NUMA topology of instance '
                             '%(uuid)s no longer fits; its NUMA usage is not '
@@ -402,8 +415,9 @@ def consume_numa_and_pci(host_state: Any, spec_obj: Any) -> Any:
                     host_state.numa_topology)
         if requests:
             pools = pci_pools.parse_pools(host_state.pci_stats)
-            pci_pools.apply_requests(pools, requests,
-                               fitted.cells if fitted is not None else None)
+            pci_pools.apply_requests(
+                pools, requests, fitted.cells if fitted is not None else None,
+                mapping)
             host_state.pci_stats = pci_pools.pools_to_raw(pools,
                                                     host_state.pci_stats)
     except (exception.SchedulerException, ValueError, TypeError,
@@ -414,3 +428,12 @@ def consume_numa_and_pci(host_state: Any, spec_obj: Any) -> Any:
                      'uuid': spec_obj.obj_get('instance_uuid'),
                      'error': exc})
     return fitted
+
+
+def _claimed_mapping(host_state: Any) -> Any:
+    """The ``mappings`` of the allocation candidate claimed on the host
+    (its first surviving one), or None outside Placement mode."""
+    candidates = getattr(host_state, 'allocation_candidates', None)
+    if not candidates:
+        return None
+    return candidates[0].get('mappings')

@@ -44,7 +44,13 @@ Nova's ``PciDeviceStats`` (Ocata, plus the Pike/Queens refinements noted):
 * requests are served in order, greedily: each one takes its devices from
   the matching pools in pool order (Nova's greedy algorithm, so two
   requests with overlapping specs may fail where another assignment would
-  have succeeded, exactly as in Nova).
+  have succeeded, exactly as in Nova);
+* with PCI devices in Placement (Nova 34, ``scheduler.resources.
+  pci_placement``): the spec keys ``resource_class``, ``traits`` and
+  ``rp_uuids`` are not matched against the pools, and with an
+  allocation candidate's ``provider_mapping`` a request takes its
+  devices from the pools tagged ``rp_uuid`` with the providers that
+  candidate maps its groups to.
 
 ``support_requests`` answers on a copy of the counts; ``apply_requests``
 consumes the devices, and unlike Nova (which can leave a partial
@@ -62,6 +68,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from scheduler import exception
+from scheduler.resources import pci_placement
 
 # The pool fields; every other key of a legacy pool dict is a tag.
 _POOL_FIELDS = ('vendor_id', 'product_id', 'numa_node', 'count')
@@ -221,6 +228,8 @@ def _hex_key(value: object) -> int | str:
 def spec_matches_pool(spec: Mapping[str, Any], pool: PciDevicePool) -> bool:
     """Whether every ``key: value`` of ``spec`` holds for ``pool``."""
     for key, wanted in spec.items():
+        if key in pci_placement.IGNORED_SPEC_KEYS:
+            continue
         have = pool.get(key)
         if wanted is None or have is None:
             if wanted is not have:
@@ -282,12 +291,22 @@ def _candidate_indexes(pools: Sequence[PciDevicePool], request: Any,
 
 
 def _allocate(counts: list[int], pools: Sequence[PciDevicePool],
-              requests: Iterable[Any], cell_ids: set[Any] | None) -> bool:
+              requests: Iterable[Any], cell_ids: set[Any] | None,
+              provider_mapping: pci_placement.ProviderMapping | None = None
+              ) -> bool:
     """Take every request's devices from ``counts`` (a list parallel to
     ``pools``, changed in place).  False as soon as one cannot be met."""
     for request in requests:
         needed = _request_fields(request)[0]
         indexes = _candidate_indexes(pools, request, cell_ids)
+        providers = pci_placement.request_providers(request,
+                                                    provider_mapping)
+        if providers:
+            if not pci_placement.take_allocated(
+                    counts, [pool.tags for pool in pools], indexes,
+                    providers, needed):
+                return False
+            continue
         if sum(counts[i] for i in indexes) < needed:
             return False
         for i in indexes:
@@ -300,31 +319,42 @@ def _allocate(counts: list[int], pools: Sequence[PciDevicePool],
 
 
 def support_requests(pools: Any, requests: Any,
-                     numa_cells: Iterable[Any] | None = None) -> bool:
+                     numa_cells: Iterable[Any] | None = None,
+                     provider_mapping: pci_placement.ProviderMapping |
+                     None = None) -> bool:
     """Whether ``pools`` can satisfy every request, in order.
 
     ``pools``: anything ``parse_pools`` accepts; ``requests``: anything
     ``request_list`` accepts; ``numa_cells``: host NUMA cell ids (or
     objects with an ``id``, e.g. fitted InstanceNUMACells) for the NUMA
-    policy rules, or None for no NUMA restriction.  Changes nothing.
+    policy rules, or None for no NUMA restriction; ``provider_mapping``:
+    an allocation candidate's ``mappings`` (``{group suffix: [provider
+    uuid]}``), whose PCI groups decide the pools each request uses
+    (``scheduler.resources.pci_placement``), or None.  Changes nothing.
     """
-    pools = parse_pools(pools)
+    if not (isinstance(pools, list) and
+            all(isinstance(pool, PciDevicePool) for pool in pools)):
+        pools = parse_pools(pools)      # (parsed pools are only read)
     counts = [pool.count for pool in pools]
     return _allocate(counts, pools, request_list(requests),
-                     _cell_ids(numa_cells))
+                     _cell_ids(numa_cells), provider_mapping)
 
 
 def apply_requests(pools: Sequence[PciDevicePool], requests: Any,
-                   numa_cells: Iterable[Any] | None = None) -> None:
+                   numa_cells: Iterable[Any] | None = None,
+                   provider_mapping: pci_placement.ProviderMapping |
+                   None = None) -> None:
     """Consume the requested devices from ``pools`` (a list of
-    ``PciDevicePool``, changed in place).
+    ``PciDevicePool``, changed in place); arguments as
+    ``support_requests``.
 
     All or nothing: raises ``PciDeviceRequestFailed`` and changes no count
     when the requests cannot all be met.
     """
     requests = request_list(requests)
     counts = [pool.count for pool in pools]
-    if not _allocate(counts, pools, requests, _cell_ids(numa_cells)):
+    if not _allocate(counts, pools, requests, _cell_ids(numa_cells),
+                     provider_mapping):
         raise PciDeviceRequestFailed(
             requests=[_request_fields(r)[:2] for r in requests])
     for pool, count in zip(pools, counts, strict=True):

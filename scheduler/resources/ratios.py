@@ -1,7 +1,7 @@
 """Allocation ratios: the overcommit that applies to a host.
 
 A host's own ratio is its compute node's, else the configured value,
-else Nova's default (``resolve_allocation_ratio``); the
+else the ``initial_*`` option (``resolve_allocation_ratio``); the
 Aggregate* filters take the smallest valid value of the host's
 aggregates instead.  The filters, weighers, host table, live-migration
 checks and claims all resolve ratios here.
@@ -20,20 +20,25 @@ CPU = 'cpu_allocation_ratio'
 RAM = 'ram_allocation_ratio'
 DISK = 'disk_allocation_ratio'
 
-# Nova's hard defaults when neither the row nor the config sets a ratio.
-DEFAULT_ALLOCATION_RATIOS = {CPU: 16.0, RAM: 1.5, DISK: 1.0}
+# The Newton/Ocata hard defaults when neither the row nor the config set
+# a ratio; the ``initial_*`` options (Nova since Stein: 4.0, 1.0, 1.0)
+# replace them.  Operators get them back by setting those options.
+OCATA_ALLOCATION_RATIOS = {CPU: 16.0, RAM: 1.5, DISK: 1.0}
+# The ratio names (keys only: the values are the Ocata ones).
+DEFAULT_ALLOCATION_RATIOS = OCATA_ALLOCATION_RATIOS
 
 
 def resolve_allocation_ratio(name: str, row_value: typing.Any) -> float:
-    """A node's allocation ratio ``name``: the row's, else the config's,
-    else Nova's default (16.0 CPU, 1.5 RAM, 1.0 disk).  0.0 and NULL mean
-    "unset", as in Nova."""
+    """A node's allocation ratio ``name``: the row's, else the config's
+    (``[DEFAULT] cpu_allocation_ratio`` ...), else ``[DEFAULT]
+    initial_<name>`` (Nova's defaults since Stein: 4.0 CPU, 1.0 RAM, 1.0
+    disk).  0.0 and NULL mean "unset", as in Nova."""
     if row_value:
         return float(row_value)
     configured = getattr(CONF, name)
     if configured:
         return float(configured)
-    return DEFAULT_ALLOCATION_RATIOS[name]
+    return float(getattr(CONF, 'initial_' + name))
 
 
 def host_allocation_ratio(host_state: typing.Any, ratio_name: str) -> float:
@@ -41,8 +46,8 @@ def host_allocation_ratio(host_state: typing.Any, ratio_name: str) -> float:
     ``ram_allocation_ratio``, ``disk_allocation_ratio``).
 
     A host that was never refreshed has no ratio (None); it then gets the
-    configured value, else Nova's hard default (16.0 CPU, 1.5 RAM, 1.0
-    disk), as a compute node row without a ratio would.
+    configured value, else the ``initial_*`` option (4.0 CPU, 1.0 RAM, 1.0
+    disk by default), as a compute node row without a ratio would.
     """
     value = getattr(host_state, ratio_name, None)
     if value is None:

@@ -100,7 +100,8 @@ class HostState:
         'hypervisor_type', 'hypervisor_version', 'hypervisor_hostname',
         'cpu_info', 'supported_instances', 'metrics', 'cpu_allocation_ratio',
         'ram_allocation_ratio', 'disk_allocation_ratio', 'limits',
-        'aggregates', 'instances', 'service', 'updated', '__dict__')
+        'aggregates', 'instances', 'service', 'updated',
+        'allocation_candidates', '__dict__')
 
     # Whether one instance takes the whole node (a bare-metal node,
     # ``scheduler.view.ironic_host_manager``).
@@ -148,6 +149,12 @@ class HostState:
         self.instances: dict[str, typing.Any] = {}
         self.service: dict[str, typing.Any] | None = None
         self.updated: datetime.datetime | None = None
+        # Placement mode, a request asking NUMA or PCI: the compute
+        # node's allocation candidates (allocation request dicts, in
+        # Placement's order), which NUMATopologyFilter and
+        # PciPassthroughFilter narrow and whose first is claimed (Nova
+        # 34); None otherwise, and on a rebuild.
+        self.allocation_candidates: typing.Any = None
 
     # -- refresh ---------------------------------------------------------
 

@@ -38,6 +38,20 @@ SUMMARY_KEYS = {
     'decisions_per_second', 'fleet', 'flavors', 'flavor_totals',
     'no_valid_host_moments', 'trace_bound', 'compare', 'reference_runs'}
 POLICIES = ['service', 'first-fit', 'best-fit']
+# The replay is about the replay, not the defaults: the Newton/Ocata
+# filters, ratios and single process it was written against, pinned now
+# that the defaults are Nova 34's.
+OCATA_DEFAULTS = '''\
+[DEFAULT]
+initial_cpu_allocation_ratio = 16.0
+initial_ram_allocation_ratio = 1.5
+[filter_scheduler]
+enabled_filters = RetryFilter,AvailabilityZoneFilter,RamFilter,DiskFilter,\
+ComputeFilter,ComputeCapabilitiesFilter,ImagePropertiesFilter,\
+ServerGroupAntiAffinityFilter,ServerGroupAffinityFilter
+[scheduler]
+workers = 1
+'''
 
 
 def _replay(workdir, *args):
@@ -55,8 +69,10 @@ def _replay(workdir, *args):
 
 def _embedded(tmp_path, *extra):
     placements = tmp_path / 'embedded.csv'
-    stdout = _replay(tmp_path, *COMMON_ARGS, *FLEET_ARGS,
-                     '--placements', str(placements), *extra)
+    pinned = tmp_path / 'ocata-defaults.conf'
+    pinned.write_text(OCATA_DEFAULTS)
+    stdout = _replay(tmp_path, '--config-file', str(pinned), *COMMON_ARGS,
+                     *FLEET_ARGS, '--placements', str(placements), *extra)
     return placements, stdout
 
 
@@ -165,7 +181,7 @@ def _config(tmp_path, rabbit_url, db_url):
         [scheduler]
         random_seed = %d
         periodic_task_interval = -1
-        ''') % (name, rabbit_url, name, db_url, SEED))
+        ''') % (name, rabbit_url, name, db_url, SEED) + OCATA_DEFAULTS)
     return path
 
 

@@ -8,7 +8,8 @@ order, the last axis of every array here.
     the physical capacity and the allocation ratios the scheduler applies
     to it, resolved as the service resolves them
     (``host_state.resolve_allocation_ratio``: the row's ratio, else
-    ``[DEFAULT] *_allocation_ratio``, else Nova's 16.0 / 1.5 / 1.0).  Its
+    ``[DEFAULT] *_allocation_ratio``, else ``initial_*_allocation_ratio``:
+    Nova's 4.0 / 1.0 / 1.0).  Its
     ``limits`` (capacity x ratio) are what the scheduler lets instances
     use.
 ``lower_bound``

@@ -8,6 +8,7 @@ import sqlalchemy as sa
 from oslo_utils import timeutils
 
 from scheduler.cmd import manage
+from scheduler.conf import scheduler as scheduler_conf
 from scheduler.db import api
 from scheduler.db import models
 from scheduler_tools import seed
@@ -28,8 +29,13 @@ def cli(ctx, tmp_path, capsys):
     seed.add_aggregate(context, 'az2', ['host-d'],
                        {'availability_zone': 'az2'})
     conf = tmp_path / 'scheduler.conf'
+    # The Ocata-era filters (AvailabilityZoneFilter...) and RAM ratio,
+    # which these tests explain; Nova 34's defaults differ.
     conf.write_text('[DEFAULT]\ntransport_url = fake:/\n'
-                    '[database]\nconnection = %s\n' % url)
+                    'ram_allocation_ratio = 1.5\n'
+                    '[database]\nconnection = %s\n'
+                    '[filter_scheduler]\nenabled_filters = %s\n' % (
+                        url, ','.join(scheduler_conf.NEWTON_DEFAULT_FILTERS)))
 
     def run(*argv):
         capsys.readouterr()

@@ -136,8 +136,9 @@ def test_host_add_writes_what_nova_compute_writes(cli):
     assert shown['state'] == 'up' and shown['status'] == 'enabled'
     assert shown['ram_mib'] == {'used': 0, 'claimed': 0, 'total': 16384,
                                 'allocation_ratio': 1.0, 'capacity': 16384.0}
-    # No ratio on the node: the configured one, else Nova's default.
-    assert shown['vcpus']['allocation_ratio'] == 16.0
+    # No ratio on the node: the configured one, else
+    # initial_cpu_allocation_ratio (Nova's 4.0 since Stein).
+    assert shown['vcpus']['allocation_ratio'] == 4.0
 
 
 def test_a_duplicate_node_is_refused_in_one_line(cli):
@@ -200,9 +201,10 @@ def test_host_list_shows_usage_claims_instances_and_zone(cli, ctx):
     assert (first['State'], first['Status']) == ('up', 'enabled')
     assert first['vCPUs'] == {'used': 2, 'claimed': 1, 'total': 8,
                               'allocation_ratio': 2.0, 'capacity': 16.0}
+    # No RAM ratio anywhere: initial_ram_allocation_ratio (1.0).
     assert first['RAM MiB'] == {'used': 4096, 'claimed': 512,
-                                'total': 16384, 'allocation_ratio': 1.5,
-                                'capacity': 24576.0}
+                                'total': 16384, 'allocation_ratio': 1.0,
+                                'capacity': 16384.0}
     assert first['Disk GiB']['used'] == 20
     assert first['Disk GiB']['claimed'] == 5
     assert (first['Claims'], first['Instances']) == (1, 1)
@@ -211,7 +213,7 @@ def test_host_list_shows_usage_claims_instances_and_zone(cli, ctx):
 
     status, out, _ = cli.run('host', 'list', '-f', 'csv')
     assert status == 0
-    assert '"2+1/8 x2.0","4096+512/16384 x1.5","20+5/200 x1.0"' in out
+    assert '"2+1/8 x2.0","4096+512/16384 x1.0","20+5/200 x1.0"' in out
     status, out, _ = cli.run('host', 'list')
     assert status == 0 and '| cmp1 ' in out and 'az1' in out
 

@@ -28,6 +28,11 @@ NEWTON_DEFAULT_FILTERS = [
     'ComputeFilter', 'ComputeCapabilitiesFilter', 'ImagePropertiesFilter',
     'ServerGroupAntiAffinityFilter', 'ServerGroupAffinityFilter',
 ]
+# Nova 34's default (nova/conf/scheduler.py), the default since issue 32.
+NOVA_DEFAULT_FILTERS = [
+    'ComputeFilter', 'ComputeCapabilitiesFilter', 'ImagePropertiesFilter',
+    'ServerGroupAntiAffinityFilter', 'ServerGroupAffinityFilter',
+]
 
 
 def _group_name(group):
@@ -102,7 +107,11 @@ def test_no_option_is_listed_twice():
     ('scheduler', 'periodic_task_interval', 60),
     ('scheduler', 'discover_hosts_in_cells_interval', -1),
     ('filter_scheduler', 'host_subset_size', 1),
-    ('filter_scheduler', 'enabled_filters', NEWTON_DEFAULT_FILTERS),
+    ('filter_scheduler', 'enabled_filters', NOVA_DEFAULT_FILTERS),
+    ('scheduler', 'workers', None),
+    ('DEFAULT', 'initial_cpu_allocation_ratio', 4.0),
+    ('DEFAULT', 'initial_ram_allocation_ratio', 1.0),
+    ('DEFAULT', 'initial_disk_allocation_ratio', 1.0),
     ('filter_scheduler', 'weight_classes',
      ['scheduler.weights.all_weighers']),
     ('filter_scheduler', 'available_filters',
@@ -145,7 +154,10 @@ def test_ocata_names_and_defaults(group, name, default):
 def test_enabled_filters_default_order():
     conf = _fresh_conf()
     assert list(conf.filter_scheduler.enabled_filters) == (
-        NEWTON_DEFAULT_FILTERS)
+        NOVA_DEFAULT_FILTERS)
+    # The Newton/Ocata list stays available, as documented.
+    from scheduler.conf import scheduler as scheduler_opts
+    assert scheduler_opts.NEWTON_DEFAULT_FILTERS == NEWTON_DEFAULT_FILTERS
 
 
 def test_global_conf_has_the_same_defaults():

@@ -86,11 +86,12 @@ def test_a_decision_is_one_transaction_on_a_server_database(ctx):
 
 
 def test_a_lost_race_rolls_every_claim_back_and_places_again(
-        ctx, monkeypatch):
+        ctx, monkeypatch, conf):
     """A rival takes host1's room after our reads: of our two claims
     (host0 and host1, in node id order), host0's was taken first in the
     same transaction, and must not survive the roll-back; the request is
     placed again, claiming as it goes."""
+    conf.set_override('initial_ram_allocation_ratio', 1.5)   # Ocata's
     _hosts(ctx, 8192, 8192, 8192)
     nodes = {node['host']: node for node in db.compute_node_get_all(ctx)}
     real = reservation.SqlReservation.claim

@@ -363,6 +363,8 @@ def build_request(request, scenario):
         kwargs['ignore_hosts'] = list(request['ignore_hosts'])
     if request.get('force_hosts'):
         kwargs['force_hosts'] = list(request['force_hosts'])
+    if request.get('force_nodes'):
+        kwargs['force_nodes'] = list(request['force_nodes'])
     if request['instance_uuid']:
         kwargs['instance_uuid'] = request['instance_uuid']
     if request['check_type']:
@@ -554,21 +556,24 @@ def _node(host):
     'are the same.'))
 @pytest.mark.parametrize('second', [
     _request(force_hosts=['host1']),
-    _request(check_type='rebuild'),
+    # Nova's rebuild of the instance on host1 (node1): forced there.
+    _request(check_type='rebuild', instance_uuid=UUIDS[0],
+             force_hosts=['host1'], force_nodes=['node1']),
 ], ids=['forced-host', 'rebuild'])
 def test_limits_of_a_host_the_filters_skipped(database_urls, second):
     """Two equal hosts.  A first request fails (three instances of an
     anti-affinity group), then a second one returns host1 without
-    running the filters that write limits (forced host1, or a rebuild
-    check: host0).  The list-based driver returns the host with the
-    limits RamFilter, DiskFilter and CoreFilter wrote on it while
-    filtering the first request (HostState.limits persists); the fast
+    running the filters that write limits (forced host1, or Nova's
+    rebuild of the instance on host1).  The list-based driver returns
+    the host with the limits RamFilter, DiskFilter and CoreFilter wrote
+    on it while filtering the first request (HostState.limits
+    persists); the fast
     driver writes limits only through ``apply_limits``, for the hosts a
     successful request returns, so it has none."""
     scenario = {
         'nodes': [_node('host0'), _node('host1')],
         'services': [{'disabled': False, 'age': 0}] * len(HOSTS),
-        'aggregates': [], 'instances': {},
+        'aggregates': [], 'instances': {UUIDS[0]: 1},
         'steps': [(_request(num_instances=3, group={
             'policy': 'anti-affinity', 'members': [], 'rules': {}}), None),
             (second, None)],

@@ -247,7 +247,8 @@ def test_forced_host_skips_filters_but_not_weighing(ctx):
     assert _chosen(_driver(ctx).select_destinations(ctx, spec)) == ['host0']
 
 
-def test_limits_written_by_filters(ctx):
+def test_limits_written_by_filters(ctx, conf):
+    conf.set_override('initial_ram_allocation_ratio', 1.5)   # Ocata's
     _hosts(ctx, 4096)
     picks = _driver(ctx).select_destinations(ctx, seed.make_spec())[0]
     assert picks[0].limits.to_dict() == {'memory_mb': 6144}
@@ -326,10 +327,12 @@ def test_a_request_is_claimed_in_one_transaction(ctx, monkeypatch):
     assert _claimed(ctx) == {'host0': 2, 'host1': 1}
 
 
-def test_lost_race_places_again_claiming_each_instance(ctx, monkeypatch):
+def test_lost_race_places_again_claiming_each_instance(ctx, monkeypatch,
+                                                      conf):
     """Another scheduler takes host0's room between our read and our
     claim: the request still succeeds, on host1, and the group's hosts
     are those of the second placement only."""
+    conf.set_override('initial_ram_allocation_ratio', 1.5)   # Ocata's
     from scheduler.db import api as db
     from scheduler.db import claims
 

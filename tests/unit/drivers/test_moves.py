@@ -209,9 +209,10 @@ def test_live_migration_to_a_disabled_host(ctx, caplog):
     assert 'destination off:off is disabled' in message
 
 
-def test_live_migration_lacking_memory(ctx, caplog):
+def test_live_migration_lacking_memory(ctx, caplog, conf):
+    conf.set_override('initial_ram_allocation_ratio', 1.5)   # Ocata's
     _hosts(ctx, 8192)
-    # 2048 * 1.5 - 2048 = 1024 MiB free under the default RAM ratio.
+    # 2048 * 1.5 - 2048 = 1024 MiB free under the Ocata RAM ratio.
     seed.add_compute(ctx, 'small', memory_mb=2048, memory_mb_used=2048)
     _place(ctx, 'host0')
     message = _refused(ctx, _spec('live_migrate', dest='small',

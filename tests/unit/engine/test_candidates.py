@@ -3,6 +3,7 @@ Placement's candidates (over a recording stand-in of the PlacementView;
 tests/functional/test_placement_mode.py runs it over the real one)."""
 
 import fakes
+import sqlalchemy as sa
 
 from scheduler.drivers import base
 from scheduler.engine import candidates
@@ -13,9 +14,31 @@ from scheduler.placement import reservation as placement_reservation
 from scheduler.placement import source as placement_source
 from scheduler.placement import view as view_lib
 
+REBUILT = '0e2c1a52-5d0b-4f7e-9a55-000000000001'
+
 
 def _rebuild():
-    return fakes.fake_spec(scheduler_hints={'_nova_check_type': 'rebuild'})
+    """Nova's rebuild of REBUILT, forced to its host h1 and node n1."""
+    return fakes.fake_spec(scheduler_hints={'_nova_check_type': 'rebuild'},
+                           instance_uuid=REBUILT, force_hosts=['h1'],
+                           force_nodes=['n1'])
+
+
+def _allocations_engine():
+    """Placement's allocations of REBUILT on provider n1 (SQLite)."""
+    engine = sa.create_engine('sqlite://')
+    with engine.begin() as connection:
+        connection.exec_driver_sql(
+            'CREATE TABLE resource_providers (id INTEGER PRIMARY KEY, '
+            'name TEXT, root_provider_id INTEGER)')
+        connection.exec_driver_sql(
+            'CREATE TABLE allocations (resource_provider_id INTEGER, '
+            'consumer_id TEXT)')
+        connection.exec_driver_sql(
+            "INSERT INTO resource_providers VALUES (1, 'n1', 1)")
+        connection.exec_driver_sql(
+            "INSERT INTO allocations VALUES (1, '%s')" % REBUILT)
+    return engine
 
 
 def test_all_hosts_checks_and_claims_with_claim_resources(conf):
@@ -40,17 +63,18 @@ class ViewRecorder:
 
     def __init__(self):
         self.calls = []
+        self.engine = _allocations_engine()
 
     def refresh(self):
         self.calls.append('refresh')
 
-    def select(self, spec_obj, find_nodes, aggregates):
+    def select(self, spec_obj, find_nodes, aggregates, lookups=None):
         self.calls.append(('select', find_nodes('h1', None, None)))
 
-    def consume(self, uuid):
+    def consume(self, uuid, surviving=None):
         self.calls.append(('consume', uuid))
 
-    def allocation_request_json(self, uuid):
+    def allocation_request_json(self, uuid, surviving=None, nth=0):
         return '{"allocations": {}}' if uuid == 'known' else None
 
     def close(self):

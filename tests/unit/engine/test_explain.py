@@ -7,6 +7,7 @@ from oslo_utils import timeutils
 
 from scheduler import filters
 from scheduler import weights
+from scheduler.conf import scheduler as scheduler_conf
 from scheduler.engine import explain
 from scheduler.filters import core_filter
 from scheduler.filters import disk_filter
@@ -20,7 +21,12 @@ FAILING = ('0/4 hosts available: 1 disabled, 1 down, 1 insufficient RAM, '
 
 
 @pytest.fixture
-def ctx(tmp_path):
+def ctx(tmp_path, conf):
+    # The Ocata-era filters (AvailabilityZoneFilter, RamFilter...) and RAM
+    # ratio, which these tests explain; Nova 34's defaults differ.
+    conf.set_override('enabled_filters', scheduler_conf.NEWTON_DEFAULT_FILTERS,
+                      'filter_scheduler')
+    conf.set_override('ram_allocation_ratio', 1.5)
     context = seed.use_database('sqlite:///%s' % (tmp_path / 's.sqlite'))
     yield context
     writers.reset_engine()
@@ -113,6 +119,50 @@ def test_forced_hosts_skip_the_filters(ctx):
     assert result.forced and result.chosen == [('host-a', 'host-a')]
     assert [step.name for step in result.steps] == [explain.PREFILTER]
     assert result.summary == '1/4 hosts available: 3 not requested'
+
+
+class _OnlyBig(filters.BaseHostFilter):
+    """A candidate source's check: only the host ``big``."""
+
+    def host_passes(self, host_state, spec_obj):
+        return host_state.host == 'big'
+
+
+class _Source:
+    """A candidate source (``scheduler.engine.candidates``) recording
+    the request it was given."""
+
+    def __init__(self):
+        self.selected = []
+
+    def check(self):
+        return _OnlyBig()
+
+    def select(self, spec_obj, states, aggregates):
+        self.selected.append((spec_obj, sorted(s.host for s in states)))
+
+
+class _Section:
+    def lines(self):
+        return ['Placement: 1/2']
+
+    def to_dict(self):
+        return {'candidates': 1}
+
+
+def test_a_candidate_source_checks_first_and_adds_its_section(ctx):
+    seed.add_compute(ctx, 'big', memory_mb=16384)
+    seed.add_compute(ctx, 'small', memory_mb=16384)
+    spec = seed.make_spec(memory_mb=1024)
+    source = _Source()
+    result = explain.explain(ctx, spec, source=source, section=_Section)
+    assert source.selected == [(spec, ['big', 'small'])]
+    assert result.steps[0].name == '_OnlyBig'
+    assert [item.host for item in result.steps[0].removed] == ['small']
+    assert result.chosen == [('big', 'big')]
+    assert result.placement.lines() == ['Placement: 1/2']
+    assert result.to_dict()['placement'] == {'candidates': 1}
+    assert explain.explain(ctx, spec).to_dict()['placement'] is None
 
 
 def _state(**values):

@@ -93,7 +93,8 @@ def test_memory_under_ratio():
 def test_memory_unset_ratio_uses_the_default():
     state = _host(free_ram=0)
     state.ram_allocation_ratio = None
-    assert lm.free_memory_mb(state) == 4096 * 1.5 - 4096
+    # initial_ram_allocation_ratio: 1.0 (Nova since Stein).
+    assert lm.free_memory_mb(state) == 0
 
 
 # -- disk (MiB) ---------------------------------------------------------------

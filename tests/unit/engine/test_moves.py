@@ -119,8 +119,10 @@ def test_resize_may_stay_when_allowed(conf):
 
 
 def test_rebuild_is_never_excluded():
+    # Nova's rebuild: forced to the instance's host and node.
     states = _hosts('host1')
-    assert moves.exclude_source(states, _spec('rebuild')) == states
+    assert moves.exclude_source(states, _spec(
+        'rebuild', force_hosts=['host1'], force_nodes=['node1'])) == states
 
 
 def test_boot_is_unaffected():

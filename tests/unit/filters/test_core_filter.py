@@ -54,7 +54,15 @@ def test_core_filter_zero_ratio_gives_no_limit():
     assert 'vcpu' not in host.limits
 
 
-def test_core_filter_unset_ratio_defaults_to_16():
+def test_core_filter_unset_ratio_defaults_to_initial_ratio(conf):
+    # Nova's initial_cpu_allocation_ratio (4.0) since Stein.
+    host = _host(1, 3, ratio=None)
+    assert core_filter.CoreFilter().host_passes(host, fakes.fake_spec())
+    assert host.limits['vcpu'] == 4.0
+    assert not core_filter.CoreFilter().host_passes(
+        _host(1, 4, ratio=None), fakes.fake_spec())
+    # The Newton/Ocata fallback, through the initial_* option.
+    conf.set_override('initial_cpu_allocation_ratio', 16.0)
     host = _host(1, 15, ratio=None)
     assert core_filter.CoreFilter().host_passes(host, fakes.fake_spec())
     assert host.limits['vcpu'] == 16.0

@@ -72,12 +72,22 @@ def test_filtering_stops_when_no_host_is_left(caplog):
 
 
 def test_filters_skipped_on_rebuild_unless_run_on_rebuild():
-    spec = fakes.fake_spec(scheduler_hints={'_nova_check_type': 'rebuild'})
+    # Nova's rebuild: forced to the host and node the instance is on.
+    instance = '6f1b9f1e-0000-4000-8000-000000000001'
+    spec = fakes.fake_spec(scheduler_hints={'_nova_check_type': 'rebuild'},
+                           instance_uuid=instance, force_hosts=['host1'],
+                           force_nodes=['node1'])
+    host = fakes.fake_host_state(host='host1', node='node1',
+                                 instances=fakes.fake_instances(instance))
     reject_all = RejectAllFilter()
     result = filters.HostFilterHandler().get_filtered_objects(
-        [reject_all], _hosts(), spec)
-    assert len(result) == 3
+        [reject_all], [host], spec)
+    assert result == [host]
     assert reject_all.seen == []
+    # The same request where the view has no such instance is filtered.
+    result = filters.HostFilterHandler().get_filtered_objects(
+        [reject_all], _hosts()[:1], spec)
+    assert result == [] and len(reject_all.seen) == 1
 
 
 def test_load_filters_newton_defaults_in_order():

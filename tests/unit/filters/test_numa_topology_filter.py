@@ -120,7 +120,7 @@ def test_numa_topology_filter_unset_ratios_use_nova_defaults():
     assert _passes(host, _spec(([0], 512, {})))
     limits = host.limits['numa_topology']
     assert (limits.cpu_allocation_ratio, limits.ram_allocation_ratio) == \
-        (16.0, 1.5)
+        (4.0, 1.0)
 
 
 def test_numa_topology_filter_fail_cpu_thread_policy_require():

@@ -61,9 +61,13 @@ def test_ram_filter_usable_boundary():
 
 def test_ram_filter_unset_ratio_uses_config(conf):
     host = _host(1000, 0, ratio=None)
-    # Default 1.5: limit 1500, used 1000 -> 500 usable.
-    assert ram_filter.RamFilter().host_passes(
+    # Default initial_ram_allocation_ratio 1.0: nothing usable.
+    assert not ram_filter.RamFilter().host_passes(
         host, fakes.fake_spec(memory_mb=500))
+    # The Ocata fallback 1.5: limit 1500, used 1000 -> 500 usable.
+    conf.set_override('initial_ram_allocation_ratio', 1.5)
+    assert ram_filter.RamFilter().host_passes(
+        _host(1000, 0, ratio=None), fakes.fake_spec(memory_mb=500))
     conf.set_override('ram_allocation_ratio', 1.2)
     assert not ram_filter.RamFilter().host_passes(
         _host(1000, 0, ratio=None), fakes.fake_spec(memory_mb=500))

@@ -107,8 +107,12 @@ def test_trusted_filter_filter_all_without_trust_asks_nothing():
 def test_trusted_filter_is_skipped_on_rebuild():
     client = _FakeClient({})
     host_filter = trusted_filter.TrustedFilter(client=client)
-    spec = _spec('trusted', scheduler_hints={'_nova_check_type': 'rebuild'})
+    instance = '6f1b9f1e-0000-4000-8000-000000000002'
+    spec = _spec('trusted', scheduler_hints={'_nova_check_type': 'rebuild'},
+                 instance_uuid=instance, force_hosts=['host-node1'],
+                 force_nodes=['node1'])
     hosts = [_host('node1')]
+    hosts[0].instances = fakes.fake_instances(instance)
     assert list(host_filter.filter_all(hosts, spec)) == hosts
     assert client.batches == []
 

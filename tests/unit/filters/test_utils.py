@@ -64,11 +64,13 @@ def test_host_allocation_ratio(conf):
     host = fakes.fake_host_state(ram_allocation_ratio=3.0)
     assert utils.host_allocation_ratio(host, 'ram_allocation_ratio') == 3.0
     host = fakes.fake_host_state()
-    assert utils.host_allocation_ratio(host, 'ram_allocation_ratio') == 1.5
-    assert utils.host_allocation_ratio(host, 'cpu_allocation_ratio') == 16.0
-    assert utils.host_allocation_ratio(host, 'disk_allocation_ratio') == 1.0
-    conf.set_override('cpu_allocation_ratio', 4.0)
+    assert utils.host_allocation_ratio(host, 'ram_allocation_ratio') == 1.0
     assert utils.host_allocation_ratio(host, 'cpu_allocation_ratio') == 4.0
+    assert utils.host_allocation_ratio(host, 'disk_allocation_ratio') == 1.0
+    conf.set_override('initial_cpu_allocation_ratio', 16.0)
+    assert utils.host_allocation_ratio(host, 'cpu_allocation_ratio') == 16.0
+    conf.set_override('cpu_allocation_ratio', 8.0)
+    assert utils.host_allocation_ratio(host, 'cpu_allocation_ratio') == 8.0
 
 
 def test_aggregate_allocation_ratio():
@@ -78,7 +80,7 @@ def test_aggregate_allocation_ratio():
     assert utils.aggregate_allocation_ratio(
         host, 'ram_allocation_ratio') == 1.2
     assert utils.aggregate_allocation_ratio(
-        host, 'cpu_allocation_ratio') == 16.0
+        host, 'cpu_allocation_ratio') == 4.0
 
 
 def test_aggregate_allocation_ratio_value_error_uses_host_ratio():

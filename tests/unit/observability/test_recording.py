@@ -10,6 +10,7 @@ import pytest
 from oslo_utils import timeutils
 
 from scheduler import exception
+from scheduler.conf import scheduler as scheduler_conf
 from scheduler.db import claims
 from scheduler.engine import reservation
 from scheduler.observability import metrics
@@ -20,9 +21,13 @@ from scheduler_tools import writers
 
 
 @pytest.fixture
-def endpoint(tmp_path, in_process):
+def endpoint(tmp_path, in_process, conf):
     """A manager over host0 and host1, host2 disabled, host3 down; and
-    the registry of what it records."""
+    the registry of what it records.  The Ocata-era filters, whose
+    removals these tests count (Nova 34's defaults have no RamFilter or
+    AvailabilityZoneFilter)."""
+    conf.set_override('enabled_filters', scheduler_conf.NEWTON_DEFAULT_FILTERS,
+                      'filter_scheduler')
     ctx = seed.use_database('sqlite:///%s' % (tmp_path / 'r.sqlite'))
     for host in ('host0', 'host1'):
         seed.add_compute(ctx, host)

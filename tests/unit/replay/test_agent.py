@@ -103,6 +103,9 @@ def test_row_values_and_stats():
 
 
 def test_limits_use_the_scheduler_ratios(conf):
+    # The Newton/Ocata fallback ratios (the defaults are Nova's 4.0/1.0).
+    conf.set_override('initial_cpu_allocation_ratio', 16.0)
+    conf.set_override('initial_ram_allocation_ratio', 1.5)
     default = _node()
     assert (default.vcpu_limit, default.ram_limit_mb) == (16 * 16.0,
                                                           65536 * 1.5)
@@ -113,7 +116,10 @@ def test_limits_use_the_scheduler_ratios(conf):
     assert _node(ram_allocation_ratio=0.0).ram_limit_mb == 65536 * 1.25
 
 
-def test_from_row_starts_from_the_reported_usage():
+def test_from_row_starts_from_the_reported_usage(conf):
+    # The Newton/Ocata fallback ratios (the defaults are Nova's 4.0/1.0).
+    conf.set_override('initial_cpu_allocation_ratio', 16.0)
+    conf.set_override('initial_ram_allocation_ratio', 1.5)
     row = dict(seed.compute_node_values(
         fleet.HostSpec('h1', 'n1', 16, 65536, 500,
                        cpu_allocation_ratio=4.0)),

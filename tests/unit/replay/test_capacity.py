@@ -67,6 +67,9 @@ def test_trace_demand_counts_departures_first_at_equal_times():
 # -- fleet capacity ----------------------------------------------------------
 
 def test_ratios_resolve_as_the_service_resolves_them(conf):
+    # The Newton/Ocata fallback ratios (the defaults are Nova's 4.0/1.0).
+    conf.set_override('initial_cpu_allocation_ratio', 16.0)
+    conf.set_override('initial_ram_allocation_ratio', 1.5)
     conf.set_override('cpu_allocation_ratio', 2.0)
     specs = [fleet.HostSpec('a', 'a', 4, 8192, 100),
              fleet.HostSpec('b', 'b', 8, 8192, 100,

@@ -28,7 +28,8 @@ def test_raw_weight_is_free_vcpus_after_overcommit():
 
 def test_unset_ratio_uses_nova_default():
     host = _host(1, 2, 0, ratio=None)
-    assert cpu.CPUWeigher()._weigh_object(host, fakes.fake_spec()) == 32.0
+    # initial_cpu_allocation_ratio: 4.0 (Nova since Stein).
+    assert cpu.CPUWeigher()._weigh_object(host, fakes.fake_spec()) == 8.0
 
 
 def test_default_of_spreading_first():
