@@ -13,7 +13,8 @@ and logs one line per option name (the first file that sets it):
   plug-in, nor by the keystoneauth plug-in named by the group's
   ``auth_type``.  oslo.config would ignore it silently;
 * INFO, ``Option [group] name is accepted and ignored``: a registered
-  option that has no effect here (``IGNORED``, with the reason);
+  option that has no effect here (``ignored_now``: ``IGNORED``, and the
+  options that the others make ignored, with the reason);
 * INFO, ``Option [group] name is Nova's and does not apply``: a Nova
   option of an owned group that a scheduler has no use for
   (``NOVA_ONLY``).
@@ -165,10 +166,43 @@ def _registered(conf: cfg.ConfigOpts, group: str) -> set[str]:
         return set()
 
 
+# Options honoured in Placement mode only (``[scheduler]
+# use_placement``): Nova's request filters and PCI in Placement change the
+# allocation candidates query, which only that mode computes.
+PLACEMENT_ONLY: tuple[Name, ...] = (
+    ('scheduler', 'limit_tenants_to_placement_aggregate'),
+    ('scheduler', 'placement_aggregate_required_for_tenants'),
+    ('scheduler', 'query_placement_for_image_type_support'),
+    ('scheduler', 'enable_isolated_aggregate_filtering'),
+    ('scheduler', 'image_metadata_prefilter'),
+    ('scheduler', 'query_placement_for_routed_network_aggregates'),
+    ('scheduler', 'max_placement_results'),
+    ('filter_scheduler', 'pci_in_placement'),
+)
+
+
+def ignored_now(conf: cfg.ConfigOpts) -> dict[Name, str]:
+    """``IGNORED``, plus what the other options of ``conf`` make
+    ignored: the ``PLACEMENT_ONLY`` options outside Placement mode, and
+    ``max_placement_results`` without ``[placement]
+    apply_max_placement_results``."""
+    ignored = dict(IGNORED)
+    if not conf.scheduler.use_placement:
+        ignored.update(dict.fromkeys(
+            PLACEMENT_ONLY, 'honoured in Placement mode only '
+            '([scheduler] use_placement), which is off'))
+    elif not conf.placement.apply_max_placement_results:
+        ignored[('scheduler', 'max_placement_results')] = (
+            'every compute node is considered; set [placement] '
+            "apply_max_placement_results for Nova's limit")
+    return ignored
+
+
 def unhonoured(conf: cfg.ConfigOpts) -> list[Unhonoured]:
     """What the config files of ``conf`` set that this service does not
     honour, in file order (see the module)."""
     known = known_options(conf)
+    ignored = ignored_now(conf)
     found = []
     for group, name, path in file_options(config_files(conf)):
         if group not in known:
@@ -180,9 +214,9 @@ def unhonoured(conf: cfg.ConfigOpts) -> list[Unhonoured]:
         elif name not in known[group]:
             found.append(Unhonoured(group, name, path, 'unknown',
                                     'not an option of this service'))
-        elif key in IGNORED:
+        elif key in ignored:
             found.append(Unhonoured(group, name, path, 'ignored',
-                                    IGNORED[key]))
+                                    ignored[key]))
     return found
 
 

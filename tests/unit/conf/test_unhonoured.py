@@ -133,3 +133,38 @@ def test_every_ignored_option_is_registered(tmp_path):
         assert why
     for (group, name) in unhonoured.NOVA_ONLY:
         assert name not in conf[group], (group, name)
+
+
+def test_placement_options_outside_placement_mode_are_ignored(
+        tmp_path, caplog):
+    conf = _conf(tmp_path, """\
+        [scheduler]
+        limit_tenants_to_placement_aggregate = true
+        max_placement_results = 50
+        [filter_scheduler]
+        pci_in_placement = true
+        """)
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    found = unhonoured.log_unhonoured(conf)
+    assert [(item.name, item.kind) for item in found] == [
+        ('limit_tenants_to_placement_aggregate', 'ignored'),
+        ('max_placement_results', 'ignored'),
+        ('pci_in_placement', 'ignored')]
+    assert all('Placement mode only' in message
+               for _, message in _lines(caplog))
+
+
+def test_max_placement_results_is_honoured_only_when_applied(tmp_path):
+    text = """\
+        [scheduler]
+        use_placement = true
+        max_placement_results = 50
+        limit_tenants_to_placement_aggregate = true
+        [placement]
+        apply_max_placement_results = %s
+        """
+    found = unhonoured.unhonoured(_conf(tmp_path, text % 'false'))
+    assert [(item.name, item.kind) for item in found] == [
+        ('max_placement_results', 'ignored')]
+    assert 'apply_max_placement_results' in found[0].why
+    assert unhonoured.unhonoured(_conf(tmp_path, text % 'true')) == []
