@@ -392,6 +392,34 @@ class ConfOverrides:
 
 
 @pytest.fixture
+def parsed_conf_restored():
+    """For a test whose ``scheduler-manage`` call (``manage.main``)
+    parses a config file into the global CONF and sets up logging:
+    afterwards the suite's configuration (parsed without a file) and the
+    root logger's handlers and level are restored, so that nothing the
+    file set (``[scheduler] use_placement``...) reaches later tests."""
+    import contextlib
+    import logging
+
+    from oslo_config import cfg
+
+    from scheduler.conf import CONF
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    # Registered by the commands that parsed a configuration only.
+    with contextlib.suppress(cfg.NoSuchOptError):
+        CONF.clear_default('use_stderr')
+    CONF([], project='scheduler', default_config_files=[],
+         default_config_dirs=[])
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    for handler in handlers:
+        root.addHandler(handler)
+    root.setLevel(level)
+
+
+@pytest.fixture
 def conf():
     """``conf.set_override(name, value, group)`` for one test."""
     overrides = ConfOverrides()

@@ -118,7 +118,8 @@ def test_the_no_valid_host_line_names_requirements_and_misses(
 
 
 def test_explain_shows_the_placement_section_first(
-        ctx, db_url, module_placement, tmp_path, capsys):
+        ctx, db_url, module_placement, tmp_path, capsys,
+        parsed_conf_restored):
     conf_file = tmp_path / 'scheduler.conf'
     conf_file.write_text(
         '[DEFAULT]\ntransport_url = fake:/\n'

@@ -44,7 +44,10 @@ NOT_CREDENTIALS = {('oslo_messaging_rabbit', 'ssl_key_file'),
                    # the path of the client's TLS key.
                    ('placement', 'auth_type'),
                    ('placement', 'auth_section'),
-                   ('placement', 'keyfile')}
+                   ('placement', 'keyfile'),
+                   ('neutron', 'auth_type'),
+                   ('neutron', 'auth_section'),
+                   ('neutron', 'keyfile')}
 CREDENTIAL_NAME = re.compile(
     r'pass|secret|auth|token|key|blob|cred|connection$|_url$', re.I)
 # The standard TLS and connection-hardening options, with their types.
