@@ -66,7 +66,6 @@ from __future__ import annotations
 import typing
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
-from typing import Any
 
 from oslo_log import log as logging
 
@@ -151,15 +150,6 @@ def _source_from_hint(spec_obj: RequestSpec
     return host, node or None
 
 
-def _instance_node(instance: Any) -> str | None:
-    getter = getattr(instance, 'obj_get', None)
-    if getter is not None:
-        return getter('node')
-    if isinstance(instance, dict):
-        return instance.get('node')
-    return None
-
-
 def find_source(host_states: Iterable[HostState], spec_obj: RequestSpec
                 ) -> tuple[str, str | None] | None:
     """The instance's current ``(host, node)``, or None.
@@ -181,7 +171,7 @@ def find_source(host_states: Iterable[HostState], spec_obj: RequestSpec
     for state in host_states:
         instances = state.instances or {}
         if uuid in instances:
-            node = _instance_node(instances[uuid]) or state.nodename
+            node = rebuild.recorded_node(instances[uuid]) or state.nodename
             return state.host, node
     return None
 

@@ -94,7 +94,9 @@ def rebuild_target(spec_obj: Any) -> tuple[str, str] | None:
     return host, node
 
 
-def _recorded_node(instance: Any) -> str | None:
+def recorded_node(instance: Any) -> str | None:
+    """The ``node`` an instance (an Instance object or a dict) records,
+    else None."""
     getter = getattr(instance, 'obj_get', None)
     if getter is not None:
         return getter('node')
@@ -112,7 +114,7 @@ def holds_instance(state: Any, host: str, node: str, uuid: str) -> bool:
     instance = (state.instances or {}).get(uuid)
     if instance is None:
         return False
-    recorded = _recorded_node(instance)
+    recorded = recorded_node(instance)
     return recorded is None or recorded == node
 
 
