@@ -41,6 +41,7 @@ import os
 import random
 import time
 
+import figures
 import pytest
 from deployment import Deployment
 from nova_databases import NovaDatabases
@@ -171,7 +172,7 @@ def setting(postgresql_url, rabbit_url, module_placement, tmp_path_factory):
 
 
 @pytest.mark.timeout(600)
-def test_decided_as_nova_34_decides(setting):
+def test_decided_as_nova_34_decides(setting, request):
     fleet, driver, deployment = setting
     rng = random.Random(SEED)
     counts = collections.Counter(cases=0, agreed=0)
@@ -201,11 +202,12 @@ def test_decided_as_nova_34_decides(setting):
             placed.update(features(spec))
             placed['candidates of a host dropped by Nova'] += bool(
                 answer['nova']['dropped'])
-    print('\nNova 34 parity, seed %d: %s in %.0f s' % (
-        SEED, ', '.join('%s %d' % item for item in counts.items()),
-        time.monotonic() - started))
-    print('Agreed and placed, by feature: %s' % ', '.join(
-        '%s %d' % item for item in sorted(placed.items())))
+    figures.write_lines(request.config, [
+        '', 'Nova 34 parity, seed %d: %s in %.0f s' % (
+            SEED, ', '.join('%s %d' % item for item in counts.items()),
+            time.monotonic() - started),
+        'Agreed and placed, by feature: %s' % ', '.join(
+            '%s %d' % item for item in sorted(placed.items()))])
     assert not found, '\n'.join(
         'case %d %s: %s (Nova passed: %s)' % item for item in found[:10]
     ) + '\n(service log: %s)' % deployment.log(tail=2000)
