@@ -7,7 +7,9 @@
 # Environment knobs:
 #   SCHEDULER_TEST_TIMEOUT        per-test timeout in seconds (default 300)
 #   SCHEDULER_HYPOTHESIS_PROFILE  hypothesis profile (default "ci":
-#                                 derandomized, no deadline)
+#                                 derandomized, no deadline; chosen by
+#                                 tests/conftest.py, as in a plain
+#                                 python3 -m pytest)
 #   SCHEDULER_TEST_SKIP_SERVERS=1 skip tests needing RabbitMQ/PostgreSQL/
 #                                 MariaDB instead of failing
 set -uo pipefail
@@ -27,5 +29,4 @@ exec python3 -m pytest \
     -q -ra \
     --durations=15 \
     --timeout="${SCHEDULER_TEST_TIMEOUT:-300}" \
-    --hypothesis-profile="${SCHEDULER_HYPOTHESIS_PROFILE:-ci}" \
     "$@"
