@@ -204,6 +204,19 @@ class NovaDatabases:
         for url in self.urls.values():
             databases.drop_database(url)
 
+    # ``with NovaDatabases(...) as made:`` creates them (closed again
+    # when that fails) and closes them at the end: a module fixture's
+    # set-up and tear-down, the set-up of its own inside the block.
+    def __enter__(self):
+        try:
+            return self.create()
+        except BaseException:
+            self.close()
+            raise
+
+    def __exit__(self, *exc_info):
+        self.close()
+
 
 # Per PostgreSQL server (host, port): the NovaDatabases whose migrated
 # databases the later ones copy, for the test session.

@@ -46,16 +46,11 @@ DISCOVERED = 'Discovered 1 new host(s) in cell %s (%s): %s'
 
 @pytest.fixture(scope='module')
 def nova_dbs(postgresql_url, tmp_path_factory):
-    made = NovaDatabases(postgresql_url, tmp_path_factory.mktemp('nova'))
-    try:
-        made.create()
+    with NovaDatabases(postgresql_url,
+                       tmp_path_factory.mktemp('nova')) as made:
         made.ids = {cell['name']: cell['id']
                     for cell in made.nova.request('cells')}
-    except BaseException:
-        made.close()
-        raise
-    yield made
-    made.close()
+        yield made
 
 
 @pytest.fixture

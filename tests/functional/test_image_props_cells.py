@@ -39,14 +39,9 @@ HOSTS = {'cell1': ('c1-win', 'c1-empty'), 'cell2': ('c2-linux', 'c2-win')}
 def nova_dbs(postgresql_url, tmp_path_factory):
     """Nova's databases on the session's PostgreSQL (copies of the
     session's migrated templates)."""
-    databases = NovaDatabases(postgresql_url, tmp_path_factory.mktemp('nova'))
-    try:
-        databases.create()
-    except BaseException:
-        databases.close()
-        raise
-    yield databases
-    databases.close()
+    with NovaDatabases(postgresql_url,
+                       tmp_path_factory.mktemp('nova')) as databases:
+        yield databases
 
 
 @pytest.fixture

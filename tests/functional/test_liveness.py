@@ -214,15 +214,9 @@ def test_late_and_lagging_heartbeats_keep_their_hosts_up(
 def nova_dbs(request, tmp_path_factory):
     """A Nova deployment's databases on the session's PostgreSQL."""
     from nova_databases import NovaDatabases
-    databases = NovaDatabases(request.getfixturevalue('postgresql_url'),
-                              tmp_path_factory.mktemp('nova'))
-    try:
-        databases.create()
-    except BaseException:
-        databases.close()
-        raise
-    yield databases
-    databases.close()
+    with NovaDatabases(request.getfixturevalue('postgresql_url'),
+                       tmp_path_factory.mktemp('nova')) as databases:
+        yield databases
 
 
 @pytest.mark.timeout(240)

@@ -84,17 +84,11 @@ def freezable(module_server):
 
 @pytest.fixture(scope='module')
 def nova_dbs(postgresql_url, freezable, tmp_path_factory):
-    made = SplitNovaDatabases(postgresql_url, freezable.url,
-                              tmp_path_factory.mktemp('nova'))
-    try:
-        made.create()
+    with SplitNovaDatabases(postgresql_url, freezable.url,
+                            tmp_path_factory.mktemp('nova')) as made:
         made.ids = {cell['name']: cell['id']
                     for cell in made.nova.request('cells')}
-    except BaseException:
-        made.close()
-        raise
-    yield made
-    made.close()
+        yield made
 
 
 @pytest.fixture

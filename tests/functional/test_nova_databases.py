@@ -55,14 +55,8 @@ def nova_dbs(backend, request, tmp_path_factory):
     """The Nova databases of the module, on ``backend``."""
     admin_url = (request.getfixturevalue('postgresql_url')
                  if backend == 'postgresql' else 'sqlite://')
-    databases = NovaDatabases(admin_url, tmp_path_factory.mktemp('nova'))
-    try:
-        databases.create()
-    except BaseException:
-        databases.close()
-        raise
-    yield databases
-    databases.close()
+    with NovaDatabases(admin_url, tmp_path_factory.mktemp('nova')) as made:
+        yield made
 
 
 @pytest.fixture

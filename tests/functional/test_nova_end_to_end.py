@@ -29,22 +29,16 @@ HOSTS = {'e2e-one': 'cell1', 'e2e-two': 'cell2'}
 def nova_dbs(postgresql_url, tmp_path_factory):
     """Nova's API, cell0, cell1 and cell2 databases on PostgreSQL, with a
     compute node in each cell and an AZ aggregate holding ``e2e-two``."""
-    databases = NovaDatabases(postgresql_url,
-                              tmp_path_factory.mktemp('nova-dbs'))
-    try:
-        databases.create()
+    with NovaDatabases(postgresql_url,
+                       tmp_path_factory.mktemp('nova-dbs')) as databases:
         for host, cell in HOSTS.items():
             databases.nova.request('add_compute', cell=cell, host=host,
                                    memory_mb=16 * GiB)
         databases.nova.request('add_aggregate', name='e2e-az',
                                hosts=['e2e-two'],
                                metadata={'availability_zone': 'e2e-az'})
-    except BaseException:
-        databases.close()
-        raise
-    yield databases
-    databases.nova.request('clear')
-    databases.close()
+        yield databases
+        databases.nova.request('clear')
 
 
 @pytest.fixture(scope='module')
