@@ -1,14 +1,29 @@
-"""The parent process's ``/metrics`` endpoint over its workers' files.
+"""The parent process's ``/metrics``, ``/healthz`` and ``/readyz``.
 
 ``start`` (the launcher's, before it forks the workers) names the
 directory of the workers' metric files in the environment
-(``metrics.MULTIPROC_ENV``), and serves, on a thread of its own, every
-metric there added up over the processes that wrote them
-(prometheus_client's multiprocess mode).  A worker that died leaves its
-counters (totals never go down) but not its gauges: each scrape first
-drops those of the processes gone (``Endpoint.forget_dead_workers``).
+(``metrics.MULTIPROC_ENV``), and serves, on threads of its own (one per
+request), every metric there added up over the processes that wrote
+them (prometheus_client's multiprocess mode) on ``/metrics``.  A worker
+that died leaves its counters (totals never go down) but not its
+gauges: each scrape first drops those of the processes gone
+(``Endpoint.forget_dead_workers``).
 ``parse_bind`` and ``bind_problem`` check ``[prometheus] bind``
 (``scheduler.server.preflight``).
+
+Beside the metrics, as Kubernetes' API server and oslo.middleware's
+healthcheck answer (JSON bodies in the latter's shape: ``{"detailed":
+false, "reasons": [...]}``):
+
+* ``/healthz``, liveness: 200, ``"reasons": ["OK"]``, whenever this
+  process serves;
+* ``/readyz``, readiness: 200 (``["OK"]``) when RabbitMQ, the
+  databases and Placement (when configured) answer, else 503 with one
+  ``"NAME: REASON"`` per dependency that does not
+  (``scheduler.observability.health``: each probe bounded in time, the
+  verdict kept for two seconds; ``/metrics`` never waits for it);
+* any other path: 404.  ``HEAD`` answers the same status, without a
+  body.
 """
 
 from __future__ import annotations
@@ -27,7 +42,10 @@ from typing import TYPE_CHECKING
 import psutil
 from oslo_log import log as logging
 
+from scheduler.conf import CONF
+from scheduler.observability import health
 from scheduler.observability import metrics
+from scheduler.observability import routes
 
 if TYPE_CHECKING:
     from prometheus_client import Metric
@@ -94,24 +112,26 @@ def _listening(bind: str) -> Iterator[None]:
 class Endpoint:
     """``/metrics`` served on ``host``:``port`` over the metric files of
     ``directory`` (see the module); ``owned``: a directory of its own,
-    removed at ``stop``."""
+    removed at ``stop``; ``readiness``: the verdict ``/readyz`` serves
+    (by default no probe: always ready)."""
 
     def __init__(self, host: str, port: int, directory: str,
-                 owned: bool) -> None:
+                 owned: bool,
+                 readiness: health.Readiness | None = None) -> None:
         from prometheus_client import CollectorRegistry
         from prometheus_client import multiprocess
-        from prometheus_client import start_http_server
         self.directory = directory
         self.owned = owned
+        self.readiness = readiness or health.Readiness({})
         self._forgetting = threading.Lock()
         self._files = multiprocess.MultiProcessCollector(None,
                                                          path=directory)
         registry = CollectorRegistry()
         registry.register(self)
-        self.httpd, self.thread = start_http_server(port, addr=host,
-                                                    registry=registry)
-        LOG.info('Serving the metrics of %s on http://%s:%d/metrics',
-                 directory, host, port)
+        self.httpd, self.thread = routes.serve(
+            host, port, routes.application(registry, self.readiness))
+        LOG.info('Serving the metrics of %s on http://%s:%d/metrics '
+                 '(/healthz, /readyz beside)', directory, host, port)
 
     def collect(self) -> Iterable[Metric]:
         """What a scrape gets: every file added up, once the gauges of
@@ -148,7 +168,8 @@ def start(bind: str) -> Endpoint | None:
     """Serve ``/metrics`` on ``bind`` (``[prometheus] bind``; empty:
     nothing, None) over the files of the workers forked from now on: in
     ``$PROMETHEUS_MULTIPROC_DIR`` when it is set (its earlier files
-    removed), else in a new private directory.
+    removed), else in a new private directory; and ``/healthz``,
+    ``/readyz`` over the dependencies ``CONF`` configures.
 
     :raises BindError: ``bind`` is not HOST:PORT, it cannot be listened
         on, or the directory cannot be used.
@@ -160,7 +181,8 @@ def start(bind: str) -> Endpoint | None:
     directory, owned = _directory()
     try:
         with _listening(bind):
-            _current = Endpoint(host, port, directory, owned)
+            _current = Endpoint(host, port, directory, owned,
+                                health.Readiness(health.from_conf(CONF)))
     except BaseException:
         if owned:
             _discard(directory)
