@@ -127,8 +127,8 @@ class FilterScheduler(base.Scheduler):
     def _decide_batch(self, tickets: Sequence[batching.Ticket]) -> None:
         """Give every ticket of a batch its outcome (the view's lock is
         held).  Requests given up while they waited (``decision_timeout``)
-        are skipped; several requests outside Placement mode are decided
-        together (``_decide_together``), else one by one."""
+        are skipped; several requests are decided together
+        (``_decide_together``), else one by one."""
         waiting = []
         for ticket in tickets:
             if _abandoned(ticket.request.deadline):
@@ -153,43 +153,53 @@ class FilterScheduler(base.Scheduler):
                 ticket.fail(exc)
 
     def _decide_together(self, tickets: Sequence[batching.Ticket]) -> None:
-        """One refresh of the view, each request placed in turn (arrival
-        order; a request that fails fails alone, and the view is read
-        again for the next one, without its consumption), then the
-        claims of all in the decision's transaction.  After a lost race,
-        or a request given up meanwhile, the requests whose claims were
-        not committed are decided again, each on its own
-        (``_decide_one``).  Each request's deadline is checked before the
-        commit and settled after it, as ``_schedule`` does."""
+        """One refresh of the view (hosts and candidate source), each
+        request placed in turn on it (arrival order; its own candidates
+        computed without a refresh; a request that fails fails alone,
+        and the hosts are read again for the next one, without its
+        consumption, which the candidate source gives back), then the
+        claims of all in the decision: one transaction, or one Placement
+        round trip (each request's claims collected as it is placed:
+        ``claims_when_placed``).  After a lost race, or a request given
+        up meanwhile, the requests whose claims were not committed are
+        decided again, each on its own (``_decide_one``).  Each
+        request's deadline is checked before the commit and settled
+        after it, as ``_schedule`` does."""
         context = tickets[0].request.context
         decided: list[_Placed] = []
         committed: list[_Placed] = []
+        early = self.candidates.claims_when_placed
         with deadline.acting_for(None):
             try:
                 with self.reservation.decision(context, claiming=any(
                         self.candidates.claiming(t.request.spec_obj)
                         for t in tickets)) as atomic:
-                    states = None
+                    states: list[HostState] | None = self._read_hosts(
+                        context, None)
                     for ticket in tickets:
                         if states is None:
-                            states = self._read_hosts(context, None)
+                            states = self._read_hosts(context, None,
+                                                      refresh=False)
                         placed = self._place_request(context, states,
                                                      ticket)
                         if placed is None:
                             states = None   # forgotten consumption
-                        else:
-                            decided.append(placed)
+                            continue
+                        decided.append(placed)
+                        if early and placed.claiming:
+                            placed.decision.claim(atomic)
                     if any(_abandoned(d.request.deadline)
                            for d in decided):
                         raise reservation.LostRace()
                     for placed in decided:
-                        if placed.claiming:
+                        if placed.claiming and not early:
                             placed.decision.claim(atomic)
                         if not atomic:
                             committed.append(placed)
             except reservation.LostRace:
-                self._decide_again(committed, [
-                    d for d in decided if d not in committed])
+                _decide_again(committed, [
+                    d for d in decided if d not in committed],
+                    self._decide_one)
                 return
             except Exception as exc:
                 for placed in decided:
@@ -198,28 +208,21 @@ class FilterScheduler(base.Scheduler):
                 return
         for placed in decided:
             placed.decision.committed()
-            self._settle(placed)
-
-    def _decide_again(self, committed: list[_Placed],
-                      undone: list[_Placed]) -> None:
-        """After a batch's lost race: answer those whose claims committed
-        on their own (no shared transaction), decide the others again."""
-        for placed in committed:
-            self._settle(placed)
-        for placed in undone:
-            placed.decision.undo()
-        for placed in undone:
-            self._decide_one(placed.ticket)
+            _settle(placed)
 
     def _place_request(self, context: Any, states: list[HostState],
                        ticket: batching.Ticket) -> _Placed | None:
-        """Place one request of a batch (``_place``) and build its
-        Selections; a ``_Placed``, or None when it failed (the ticket then
-        has its error, and the request's consumption is undone)."""
+        """Place one request of a batch (its candidates, then ``_place``)
+        and build its Selections; a ``_Placed``, or None when it failed
+        (the ticket then has its error, and the request's consumption is
+        undone)."""
         request = ticket.request
         spec_obj = request.spec_obj
         decision = None
         try:
+            self.candidates.select(spec_obj, states,
+                                   self.host_manager.aggs_by_id.values(),
+                                   refresh=False)
             live_migration.check_requested_destination(states, spec_obj)
             num = self.num_instances(spec_obj, request.instance_uuids)
             decision = self._decision(context, spec_obj, _instance_uuids(
@@ -231,22 +234,11 @@ class FilterScheduler(base.Scheduler):
         except Exception as exc:
             if decision is not None:
                 decision.undo()
+            self.candidates.unconsume()
             ticket.fail(exc)
             return None
         return _Placed(ticket, decision, self.candidates.claiming(spec_obj),
                        selections)
-
-    def _settle(self, placed: _Placed) -> None:
-        """After the batch's commit: answer a request, or fail it when
-        its caller was answered DatabaseUnavailable meanwhile
-        (``Decision.settle``)."""
-        request_deadline = placed.request.deadline
-        if placed.decision.settle(placed.claiming, (
-                request_deadline.finish if request_deadline is not None
-                else lambda: True)):
-            placed.ticket.succeed(placed.selections)
-        else:
-            placed.ticket.fail(deadline.Abandoned())
 
     def best_host(self, context: Any,
                   spec_obj: RequestSpec) -> HostState | None:
@@ -313,13 +305,15 @@ class FilterScheduler(base.Scheduler):
         return answer.answer(selected, ranking, return_alternates,
                              self.candidates)
 
-    def _read_hosts(self, context: Any, spec_obj: RequestSpec | None
-                    ) -> list[HostState]:
+    def _read_hosts(self, context: Any, spec_obj: RequestSpec | None,
+                    refresh: bool = True) -> list[HostState]:
         """The HostStates, refreshed, and the request's candidates taken
-        by the candidate source (``spec_obj`` None: none yet)."""
+        by the candidate source (``spec_obj`` None: none yet), refreshed
+        first with ``refresh``."""
         states = self.host_manager.get_all_host_states(context)
         self.candidates.select(spec_obj, states,
-                               self.host_manager.aggs_by_id.values())
+                               self.host_manager.aggs_by_id.values(),
+                               refresh=refresh)
         return states
 
     def _place(self, decision: decision_lib.Decision,
@@ -416,6 +410,32 @@ class _Placed:
     @property
     def request(self) -> _Request:
         return self.ticket.request
+
+
+def _decide_again(committed: list[_Placed], undone: list[_Placed],
+                  decide_one: Any) -> None:
+    """After a batch's lost race: answer those whose claims committed
+    on their own (no shared transaction), decide the others again
+    (``decide_one(ticket)``)."""
+    for placed in committed:
+        _settle(placed)
+    for placed in undone:
+        placed.decision.undo()
+    for placed in undone:
+        decide_one(placed.ticket)
+
+
+def _settle(placed: _Placed) -> None:
+    """After the batch's commit: answer a request, or fail it when its
+    caller was answered DatabaseUnavailable meanwhile
+    (``Decision.settle``)."""
+    request_deadline = placed.request.deadline
+    if placed.decision.settle(placed.claiming, (
+            request_deadline.finish if request_deadline is not None
+            else lambda: True)):
+        placed.ticket.succeed(placed.selections)
+    else:
+        placed.ticket.fail(deadline.Abandoned())
 
 
 def _abandoned(request_deadline: deadline.Deadline | None) -> bool:

@@ -13,8 +13,10 @@ never which mode the service runs in:
   use_placement``): Placement's allocation candidates, computed in
   memory, checked first (``PlacementCandidatesFilter``), consumed as
   each instance is placed, carried in the Selections, and claimed in
-  Placement (``PlacementReservation``), a rebuild excepted; requests are
-  decided one by one.
+  Placement (``PlacementReservation``), a rebuild excepted; several
+  requests may be decided together, each one's candidates computed on
+  the batch's one refresh of the view and its claims collected as it is
+  placed (``claims_when_placed``), all of them sent in one round trip.
 
 The drivers build the source with its reservation
 (``scheduler.drivers.base.candidate_source``).
@@ -39,8 +41,14 @@ class CandidateSource(Protocol):
     #: The claims of the chosen hosts.
     reservation: reservation_lib.Reservation
     #: Whether requests that arrive together may be decided together,
-    #: their claims in one transaction.
+    #: their claims in one transaction or one round trip.
     batches: bool
+    #: Whether the claims of each request of a batch are taken in the
+    #: batch's decision as soon as it is placed, before the next request
+    #: is selected (they carry what its candidates consumed: Placement's
+    #: allocation requests), rather than once every request is placed.
+    #: Its reservation's decision then commits them together.
+    claims_when_placed: bool
 
     def check(self) -> BaseHostFilter | None:
         """The filter that runs before the enabled ones (a
@@ -50,13 +58,22 @@ class CandidateSource(Protocol):
         """Whether the hosts chosen for ``spec_obj`` are claimed."""
 
     def select(self, spec_obj: Any, states: list[HostState],
-               aggregates: Iterable[Any]) -> None:
+               aggregates: Iterable[Any], refresh: bool = True) -> None:
         """Take ``spec_obj``'s candidates (``states``: the host view,
         refreshed; ``aggregates``: its aggregates) for the checks,
-        consumptions and allocation requests that follow."""
+        consumptions and allocation requests that follow; ``spec_obj``
+        None: none yet.  With ``refresh`` the source reads what it holds
+        again first; without, the candidates are computed on what it
+        holds, the consumption of the requests selected before included
+        (the next request of a batch)."""
 
     def consume(self, state: HostState) -> None:
         """Count one more instance of the current request on ``state``."""
+
+    def unconsume(self) -> None:
+        """Take back what the current request consumed here: it failed
+        in a batch, and the next request is selected without a
+        refresh."""
 
     def allocation_request(self, state: HostState, nth: int = 0
                            ) -> tuple[str, str] | None:
@@ -82,6 +99,7 @@ class AllHosts:
     """Every host of the host view; database claims (see the module)."""
 
     batches = True
+    claims_when_placed = False
 
     def __init__(self, reservation: reservation_lib.Reservation) -> None:
         self.reservation = reservation
@@ -96,11 +114,14 @@ class AllHosts:
             spec_obj.get('force_hosts') or spec_obj.get('force_nodes'))
 
     def select(self, spec_obj: Any, states: list[HostState],
-               aggregates: Iterable[Any]) -> None:
+               aggregates: Iterable[Any], refresh: bool = True) -> None:
         """Nothing to take: every host is a candidate."""
 
     def consume(self, state: HostState) -> None:
         """Nothing to count beyond the host view."""
+
+    def unconsume(self) -> None:
+        """Nothing counted beyond the host view."""
 
     def allocation_request(self, state: HostState, nth: int = 0
                            ) -> tuple[str, str] | None:

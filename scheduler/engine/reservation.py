@@ -7,7 +7,9 @@ host is chosen (``claim_one``), releases (``release``, and
 ``release_deleted`` for the instances the compute hosts report deleted)
 and the periodic ``reconcile``.  A lost race is one exception,
 ``LostRace``.  ``SqlReservation`` implements it with the database claims
-of ``scheduler.db.claims`` (docs/claims.rst).
+of ``scheduler.db.claims`` (docs/claims.rst);
+``scheduler.placement.reservation.PlacementReservation`` with Placement's
+allocations.
 """
 
 from __future__ import annotations
@@ -51,10 +53,11 @@ class Reservation(Protocol):
     def decision(self, context: Any, claiming: bool = True
                  ) -> contextlib.AbstractContextManager:
         """The span of one decision (its reads and, when ``claiming``,
-        its ``claim``): raises LostRace when a claim or a read made in it
-        lost a race.  Yields whether its claims commit together (all
-        undone by a LostRace) or each on its own (those made before the
-        race stay)."""
+        its ``claim``s: those of one request, or of every request of a
+        batch): raises LostRace when a claim or a read made in it lost a
+        race.  Yields whether its claims commit together (all undone by
+        a LostRace: one transaction; in Placement, one round trip at its
+        end) or each on its own (those made before the race stay)."""
 
     def claim(self, context: Any, spec_obj: Any,
               selected: Sequence[HostState],

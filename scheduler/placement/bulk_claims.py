@@ -10,7 +10,10 @@ instances are laned by the providers they take from, which are
 connected when they share one), so Placement's provider generations do
 not make concurrent chunks refuse each other.
 
-The request keeps its all-or-none semantics: when a chunk is refused
+The consumers may be those of several requests, each with its own
+project and user (a batch of requests decided together,
+``scheduler.placement.reservation``).  The request keeps its all-or-none
+semantics: when a chunk is refused
 (409), holds a consumer that has allocations already, or fails, the
 others are stopped and every chunk written is deleted before the
 outcome is returned; an uncertain chunk is raised as ``ClaimUncertain``
@@ -72,11 +75,13 @@ class _Lanes:
 
     def __init__(self, client: client_lib.PlacementClient,
                  requests: Mapping[str, dict[str, Any]], project_id: str,
-                 user_id: str) -> None:
+                 user_id: str,
+                 owners: Mapping[str, client_lib.Owner] | None) -> None:
         self.client = client
         self.requests = requests
         self.project_id = project_id
         self.user_id = user_id
+        self.owners = owners
         self.written: list[str] = []
         self.outcome: bool | None = True
         self.error: client_lib.ClaimUncertain | None = None
@@ -93,7 +98,7 @@ class _Lanes:
             try:
                 claimed = self.client.claim_all(
                     {consumer: self.requests[consumer] for consumer in chunk},
-                    self.project_id, self.user_id)
+                    self.project_id, self.user_id, self.owners)
             except client_lib.ClaimUncertain as exc:
                 self._fail(None, exc)
                 return
@@ -113,16 +118,19 @@ class _Lanes:
 
 def claim_all(client: client_lib.PlacementClient,
               requests: Mapping[str, dict[str, Any]], project_id: str,
-              user_id: str) -> bool | None:
+              user_id: str,
+              owners: Mapping[str, client_lib.Owner] | None = None
+              ) -> bool | None:
     """``PlacementClient.claim_all`` of ``requests`` in chunks on lanes
-    (see the module): True when every instance is claimed; False (a
-    refusal) or None (an instance holds allocations already) with none
-    kept.  Raises ClaimUncertain (the chunks written are deleted
-    first), or PlacementUnavailable when a written chunk cannot be
-    deleted."""
+    (see the module; ``owners``: as ``PlacementClient.claim_all``'s,
+    the consumers of several requests in one): True when every instance
+    is claimed; False (a refusal) or None (an instance holds allocations
+    already) with none kept.  Raises ClaimUncertain (the chunks written
+    are deleted first), or PlacementUnavailable when a written chunk
+    cannot be deleted."""
     if len(requests) <= CHUNK:
-        return client.claim_all(requests, project_id, user_id)
-    work = _Lanes(client, requests, project_id, user_id)
+        return client.claim_all(requests, project_id, user_id, owners)
+    work = _Lanes(client, requests, project_id, user_id, owners)
     laned = lanes(requests, LANES)
     decision = deadline.current()
 

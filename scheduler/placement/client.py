@@ -20,7 +20,8 @@ microversion 1.36 (Nova 34's for allocation candidates and claims):
   Nova's report client doubles up an evacuation's allocations;
 * ``claim_all``: the claims of several new consumers in one ``POST
   /allocations`` (microversion 1.13+), which Placement writes in one
-  transaction: all of them or none;
+  transaction: all of them or none; each consumer with its own
+  project and user (the requests of a batch are several callers');
 * ``allocations`` / ``replace_allocations``: a consumer's allocations
   and generation (``GET``), and their replacement, checked against that
   generation (``POST /allocations`` of one consumer: empty allocations
@@ -65,6 +66,8 @@ CLAIM_RETRIES = 3
 CONCURRENT_UPDATE = 'placement.concurrent_update'
 # A consumer's allocations: {provider uuid: {'resources': {rc: amount}}}.
 Allocations = dict[str, dict[str, Any]]
+# Whose a consumer is: (project_id, user_id).
+Owner = tuple[str, str]
 
 
 class ClaimUncertain(exception.PlacementUnavailable):
@@ -150,18 +153,25 @@ class PlacementClient:
         return False
 
     def claim_all(self, allocation_requests: Mapping[str, dict[str, Any]],
-                  project_id: str, user_id: str) -> bool | None:
+                  project_id: str, user_id: str,
+                  owners: Mapping[str, Owner] | None = None
+                  ) -> bool | None:
         """Allocate each new consumer (instance uuid) its allocation
-        request in one ``POST /allocations``: all or none.  True when
+        request in one ``POST /allocations``: all or none.  Each consumer
+        is ``project_id``'s and ``user_id``'s, unless ``owners``
+        (``{consumer: (project_id, user_id)}``) names its own.  True when
         Placement took them (204), False when it refused (409: capacity
         or a provider generation conflict, after ``CLAIM_RETRIES``
         retries), None when one consumer holds allocations already
         (claim them one by one).  Raises ClaimUncertain when the outcome
         is unknown."""
-        body = {consumer: {'allocations': request['allocations'],
-                           'project_id': project_id, 'user_id': user_id,
-                           'consumer_generation': None}
-                for consumer, request in allocation_requests.items()}
+        owners = owners or {}
+        body = {}
+        for consumer, request in allocation_requests.items():
+            project, user = owners.get(consumer, (project_id, user_id))
+            body[consumer] = {'allocations': request['allocations'],
+                              'project_id': project, 'user_id': user,
+                              'consumer_generation': None}
         attempts = {consumer: (None, request['allocations'])
                     for consumer, request in allocation_requests.items()}
         for _attempt in range(CLAIM_RETRIES + 1):

@@ -6,16 +6,26 @@ instance's claim is the chosen host's allocation request
 (``PlacementView.allocation_request``: its first allocation candidate
 that NUMATopologyFilter and PciPassthroughFilter kept, as Nova 34;
 ``scheduler.placement.host_candidates``), for the request's project and
-user, with ``consumer_generation`` null (a new consumer).  The instances
-of a request are claimed together with ``POST /allocations``
-(microversion 1.13+), all or none (``scheduler.placement.bulk_claims``:
-in parallel chunks for a large request); one instance,
-or an instance that holds allocations already (an evacuation), with
-``PUT /allocations/{instance}``.  Placement checks capacity and
-generations itself; its 409 is a lost race (``claim``: nothing is kept,
-then ``LostRace``) or a refused host (``claim_one``: False, the driver
-tries the next).  A claim Placement may have written without answering
-(``ClaimUncertain``) is read back and undone
+user, with ``consumer_generation`` null (a new consumer).
+
+The claims made in a ``decision`` are collected (each request's
+allocation requests taken as it is placed, before the next request of
+a batch replaces the view's candidates) and sent when it ends, after
+the deadline's check: one round trip for the whole decision, as the
+SQL mode's one transaction.  The instances of one request are claimed
+together with ``POST /allocations`` (microversion 1.13+), all or none
+(``scheduler.placement.bulk_claims``: in parallel chunks for a large
+request); one instance, or an instance that holds allocations already
+(an evacuation), with ``PUT /allocations/{instance}``.  The requests of
+a batch decided together are claimed in one ``POST /allocations``, each
+consumer with its own request's project and user, all or none: when
+Placement refuses it, or one of its consumers holds allocations
+already, nothing of it is kept and the decision ends in ``LostRace``
+(the driver decides those requests again one by one).  Placement checks
+capacity and generations itself; its 409 is a lost race (``claim``:
+nothing is kept, then ``LostRace``) or a refused host (``claim_one``:
+False, the driver tries the next).  A claim Placement may have written
+without answering (``ClaimUncertain``) is read back and undone
 (``scheduler.placement.settling``) before the error reaches the
 decision, whose undo releases the claims it took: no failure leaves an
 allocation behind.  A release deletes the instance's allocations.
@@ -28,7 +38,9 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import functools
+import threading
 from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import Sequence
@@ -57,12 +69,28 @@ class PlacementReservation:
         self.view = view
         self.client = client
         self.unsettled = settling.Unsettled(client)
+        # The claims of the thread's open decision (``collected``; none
+        # open: a claim is sent at once).
+        self._local = threading.local()
 
     @contextlib.contextmanager
     def decision(self, context: Any, claiming: bool = True
                  ) -> Iterator[bool]:
-        """No transaction: each claim is one Placement request."""
-        yield False
+        """The claims made in it are collected and sent when it ends,
+        in one round trip (see the module), all or none: raises LostRace
+        when Placement refuses them (nothing kept), PlacementUnavailable
+        as ``claim``, Abandoned when the decision's caller was given up
+        on (nothing sent).  Yields True: its claims commit together."""
+        collected: list[_Claim] = []
+        self._local.collected = collected
+        try:
+            yield True
+        finally:
+            self._local.collected = None
+        if len(collected) == 1:
+            self._claim_request(context, collected[0])
+        elif collected:
+            self._claim_together(collected)
 
     def claim(self, context: Any, spec_obj: Any,
               selected: Sequence[HostState],
@@ -70,9 +98,22 @@ class PlacementReservation:
         """Claim each instance on its chosen host, all or none: raises
         LostRace when Placement refuses (nothing kept), or
         PlacementUnavailable (nothing kept once ``settling`` could read
-        back what Placement may have written)."""
+        back what Placement may have written).  Inside a ``decision``,
+        the claims are only collected (their allocation requests, as
+        the view has them now) and sent when it ends."""
+        claim = _Claim(spec_obj, list(selected),
+                       self._allocation_requests(selected, instance_uuids))
+        collected = getattr(self._local, 'collected', None)
+        if collected is not None:
+            collected.append(claim)
+        else:
+            self._claim_request(context, claim)
+
+    def _claim_request(self, context: Any, claim: _Claim) -> None:
+        """``claim``'s claims of one request (see ``claim``)."""
+        spec_obj, selected, requests = (claim.spec_obj, claim.selected,
+                                        claim.requests)
         self.unsettled.settle()
-        requests = self._allocation_requests(selected, instance_uuids)
         if requests is None:
             raise reservation.LostRace()
         if len(requests) == 1:
@@ -88,6 +129,58 @@ class PlacementReservation:
         if not claimed:
             self._refused(selected)
             raise reservation.LostRace()
+
+    def _claim_together(self, collected: list[_Claim]) -> None:
+        """The claims of several requests in one ``POST /allocations``
+        (chunked by ``bulk_claims`` when large), each consumer its own
+        request's: raises LostRace when one request has a host that is
+        no allocation candidate or an instance of another request of the
+        batch, when Placement refuses (the providers
+        are read again at the next refresh) and when a consumer holds
+        allocations already (each request is then claimed on its own,
+        as it would be alone); nothing is kept."""
+        self.unsettled.settle()
+        requests: dict[str, dict[str, Any]] = {}
+        owners: dict[str, client_lib.Owner] = {}
+        for claim in collected:
+            if claim.requests is None or not requests.keys().isdisjoint(
+                    claim.requests):
+                raise reservation.LostRace()    # alone, each is known
+            owner = _owner(claim.spec_obj)
+            for consumer, request in claim.requests.items():
+                requests[consumer] = request
+                owners[consumer] = owner
+        deadline.check()
+        try:
+            claimed = bulk_claims.claim_all(
+                self.client, requests, *_owner(collected[0].spec_obj),
+                owners=owners)
+        except client_lib.ClaimUncertain as exc:
+            self._uncertain(exc, owners)
+            raise exception.PlacementUnavailable(
+                reason=exc.kwargs['reason']) from exc
+        if claimed is None:
+            LOG.info('A consumer of a batch of %d requests holds '
+                     'allocations already: claiming each request on its '
+                     'own', len(collected))
+            raise reservation.LostRace()
+        if not claimed:
+            self._refused([state for claim in collected
+                           for state in claim.selected])
+            raise reservation.LostRace()
+
+    def _uncertain(self, uncertain: client_lib.ClaimUncertain,
+                   owners: dict[str, client_lib.Owner]) -> None:
+        """Settle the attempts of ``uncertain`` (``settling``), those of
+        each owner with its project and user."""
+        by_owner: dict[client_lib.Owner, dict[str, Any]] = (
+            collections.defaultdict(dict))
+        for consumer, attempt in uncertain.attempts.items():
+            by_owner[owners[consumer]][consumer] = attempt
+        for (project_id, user_id), attempts in by_owner.items():
+            self.unsettled.add(client_lib.ClaimUncertain(
+                attempts, reason=uncertain.kwargs['reason']),
+                project_id, user_id)
 
     def _allocation_requests(self, selected: Sequence[HostState],
                              instance_uuids: Sequence[str]
@@ -192,3 +285,19 @@ class PlacementReservation:
         """Nothing to reconcile: Placement's allocations are the
         claims."""
         return {'expired': 0, 'superseded': 0}
+
+
+@dataclasses.dataclass
+class _Claim:
+    """The claims of one request: its RequestSpec, the HostState of each
+    instance, and each instance's allocation request (None: a host is no
+    allocation candidate)."""
+
+    spec_obj: Any
+    selected: list[HostState]
+    requests: dict[str, dict[str, Any]] | None
+
+
+def _owner(spec_obj: Any) -> client_lib.Owner:
+    """Whose the request's consumers are: its project and user."""
+    return spec_obj.project_id, spec_obj.obj_get('user_id')

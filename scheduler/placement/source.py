@@ -9,13 +9,22 @@ view's refresh; ``PlacementCandidatesFilter`` runs before the enabled
 filters; each instance placed consumes the allocation request it takes,
 which its Selection carries; every request is claimed but a rebuild
 (Nova asks Placement nothing for one), recognised by its shape and by the
-instance's allocations on its node (``_rebuild``).  Requests are decided
-one by one: each claim is a round trip of its own.
+instance's allocations on its node (``_rebuild``).
+
+Requests that arrive together are decided together
+(``scheduler.engine.batching``): one refresh of the view, then each
+request's candidates computed on it in turn (``select`` without
+``refresh``), each seeing what those before it consumed; each request's
+claims are collected as it is placed (``claims_when_placed``: they are
+the allocation requests its candidates consumed) and the reservation
+sends those of the whole batch in one round trip.  A request that fails
+in a batch gives back what it consumed (``unconsume``).
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 from typing import Any
@@ -42,7 +51,8 @@ class PlacementSource:
     """Placement's candidates and claims (see the module).  ``view``:
     the PlacementView; ``client``: the PlacementClient of the claims."""
 
-    batches = False
+    batches = True
+    claims_when_placed = True
 
     def __init__(self, view: view_lib.PlacementView,
                  client: client_lib.PlacementClient,
@@ -65,16 +75,19 @@ class PlacementSource:
         return not _rebuild(self.view, spec_obj)
 
     def select(self, spec_obj: Any, states: list[HostState],
-               aggregates: Iterable[Any]) -> None:
-        """Refresh the view and compute the request's candidates (none
-        for a rebuild; ``spec_obj`` None: nothing asked yet)."""
+               aggregates: Iterable[Any], refresh: bool = True) -> None:
+        """Refresh the view (with ``refresh``) and compute the request's
+        candidates (none for a rebuild; ``spec_obj`` None: nothing asked
+        yet)."""
         self._keep_candidates(None, ())
+        # Until the request's are computed, none: a rebuild's Selections
+        # carry no allocation request (not the last request's), and a
+        # request that fails before has consumed nothing.
+        self.view.current = view_lib.Candidates()
         if spec_obj is not None and _rebuild(self.view, spec_obj):
-            # No candidate: a rebuild's Selections carry no allocation
-            # request (not the last request's).
-            self.view.current = view_lib.Candidates()
             return
-        self.view.refresh()
+        if refresh:
+            self.view.refresh()
         if spec_obj is not None:
             self.view.select(spec_obj, functools.partial(_find_nodes,
                                                          states),
@@ -106,6 +119,20 @@ class PlacementSource:
         if state.allocation_candidates is not None:
             state.allocation_candidates = host_candidates.HostCandidates(
                 self.view, state.uuid)
+
+    def unconsume(self) -> None:
+        """Take back from the view's providers what the current request
+        consumed (``PlacementView.consume``); they are still read again
+        at the next refresh."""
+        forest = self.view.forest
+        chosen = self.view.current.chosen
+        for request in itertools.chain.from_iterable(chosen.values()):
+            for rp_uuid, allocation in request['allocations'].items():
+                if forest is not None and forest.index_of(rp_uuid) >= 0:
+                    forest.consume(rp_uuid, {
+                        rc: -amount for rc, amount
+                        in allocation['resources'].items()})
+        chosen.clear()
 
     def allocation_request(self, state: HostState, nth: int = 0
                            ) -> tuple[str, str] | None:

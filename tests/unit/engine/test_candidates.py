@@ -45,7 +45,7 @@ def test_all_hosts_checks_and_claims_with_claim_resources(conf):
     source = base.candidate_source(conf)
     assert isinstance(source, candidates.AllHosts)
     assert isinstance(source.reservation, reservation.SqlReservation)
-    assert source.batches
+    assert source.batches and not source.claims_when_placed
     assert isinstance(source.check(), claim_capacity.ClaimCapacityFilter)
     assert source.claiming(fakes.fake_spec())
     assert not source.claiming(fakes.fake_spec(force_hosts=['h1']))
@@ -86,7 +86,7 @@ def test_placement_source_candidates_claims_and_selections():
     source = placement_source.PlacementSource(view, client=None)
     assert isinstance(source.reservation,
                       placement_reservation.PlacementReservation)
-    assert not source.batches
+    assert source.batches and source.claims_when_placed
     assert isinstance(source.check(),
                       placement_candidates.PlacementCandidatesFilter)
     assert source.claiming(fakes.fake_spec())
@@ -98,6 +98,8 @@ def test_placement_source_candidates_claims_and_selections():
     source.select(_rebuild(), [h1, h2], [])        # a rebuild asks nothing
     source.select(None, [h1, h2], [])               # a batch's first read
     assert view.calls[2:] == ['refresh']
+    source.select(fakes.fake_spec(), [h1, h2], [], refresh=False)
+    assert view.calls[3:] == [('select', [h1])]     # its next request
     source.consume(h2)
     assert view.calls[-1] == ('consume', h2.uuid)
     h2.uuid = 'known'
