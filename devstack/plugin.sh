@@ -1,7 +1,8 @@
 #!/bin/bash
 # devstack plugin of the standalone scheduler service (devstack/README.rst).
 #
-# stack install      install the package (setup_develop);
+# stack install      install the package (pip install -e, setup_package)
+#                    with the driver of devstack's database URLs;
 # stack post-config  write $SCHEDULER_CONF, recreate and "db sync" the
 #                    scheduler's database, and in standalone mode
 #                    register this node's compute host in it;
@@ -62,8 +63,26 @@ function _scheduler_cell_uuid {
     fi
 }
 
+# The extra of this service holding the Python driver of the URLs
+# devstack's database_connection_url writes for DATABASE_TYPE: "mysql"
+# (PyMySQL, mysql+pymysql://) or "postgresql" (psycopg 3, which
+# SQLAlchemy 2.1 loads for devstack's bare postgresql://); none on a
+# node without a database (a compute node of a multi-node devstack).
+function _scheduler_database_extra {
+    case "${DATABASE_TYPE:-}" in
+        mysql|postgresql)
+            echo "$DATABASE_TYPE"
+            ;;
+    esac
+}
+
+# setup_package, not setup_develop: devstack's setup_develop first
+# reads the package name from $SCHEDULER_DIR/setup.cfg with awk, which
+# fails, under stack.sh's errexit, on this project (pyproject.toml
+# only), to take the package out of upper-constraints.txt, which does
+# not list it.  The rest is the same "pip install -e DIR[EXTRA]".
 function install_scheduler {
-    setup_develop "$SCHEDULER_DIR"
+    setup_package "$SCHEDULER_DIR" -e "$(_scheduler_database_extra)"
 }
 
 function configure_scheduler {

@@ -5,7 +5,9 @@
 # Each records its call in $STUB_LOG, one JSON list [NAME, ARG...] a line; iniset
 # writes a real INI file (python3 configparser), get_python_exec_prefix
 # names $STUB_BIN (where the test puts its scheduler-manage stand-in),
-# and sudo runs its command without privileges.
+# and sudo runs its command without privileges.  database_connection_url
+# builds the URLs devstack builds (devstack master, commit 493835a6 of
+# 2026-07-17; see test_plugin.py's docstring).
 
 : "${STUB_LOG:?}" "${STUB_BIN:?}"
 
@@ -113,16 +115,59 @@ function get_notification_url {
     echo "rabbit://stackrabbit:secret@192.0.2.10:5672/${1:-}"
 }
 
+# The SQLAlchemy URL of database $1, shaped as devstack's
+# database_connection_url_$DATABASE_TYPE shapes it (lib/databases/mysql,
+# lib/databases/postgresql): the driver of get_database_type_*, then
+# $DATABASE_USER:$DATABASE_PASSWORD@$DATABASE_HOST (BASE_SQL_CONN of
+# define_database_baseurl), then the backend's query string: MySQL
+# "?charset=utf8", with "&plugin=dbcounter" (devstack's SQLAlchemy
+# plugin counting queries) when MYSQL_GATHER_PERFORMANCE (stackrc
+# default True) and the mysql service runs here; PostgreSQL
+# "?client_encoding=utf8" on a bare postgresql:// (no driver named).
 function database_connection_url {
-    echo "mysql+pymysql://root:secret@192.0.2.10/$1?charset=utf8"
+    local base query driver
+    case "${DATABASE_TYPE:-}" in
+        mysql)
+            driver=mysql
+            if [[ "${MYSQL_DRIVER:-PyMySQL}" == "PyMySQL" ]]; then
+                driver=mysql+pymysql
+            fi
+            query="?charset=utf8"
+            if [[ "$(trueorfalse True MYSQL_GATHER_PERFORMANCE)" == "True" ]] \
+                    && is_service_enabled mysql; then
+                query+="&plugin=dbcounter"
+            fi
+            ;;
+        postgresql)
+            driver=postgresql
+            query="?client_encoding=utf8"
+            ;;
+        *)
+            die $LINENO "database_connection_url: no DATABASE_TYPE"
+            ;;
+    esac
+    base=$driver://$DATABASE_USER:$DATABASE_PASSWORD@$DATABASE_HOST
+    base=${BASE_SQL_CONN:-$base}
+    echo "$base/$1$query"
 }
 
 function recreate_database {
     _stub_record recreate_database "$@"
 }
 
+# devstack's setup_develop DIR [EXTRAS] reads the package name from
+# DIR/setup.cfg with awk before it looks at pyproject.toml: stack.sh's
+# errexit ends the run when DIR has no setup.cfg.
 function setup_develop {
     _stub_record setup_develop "$@"
+    if [[ ! -f "$1/setup.cfg" ]]; then
+        die $LINENO "awk: cannot open file \`$1/setup.cfg' for reading"
+    fi
+}
+
+# setup_package DIR FLAGS [EXTRAS]: pip install FLAGS DIR[EXTRAS].
+function setup_package {
+    _stub_record setup_package "$@"
 }
 
 function pip_install {

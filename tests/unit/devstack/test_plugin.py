@@ -5,124 +5,41 @@ devstack_stubs.sh and a ``scheduler-manage`` that records its argv.
 Every call is one JSON list in the log; iniset writes a real INI file.
 What only a real devstack shows (the service answering Nova's
 conductor) is not tested here.
+
+devstack is not a Python package (the ``devstack`` on PyPI is another
+project) and cannot be fetched at test time, so its functions are
+stand-ins.  They follow devstack master at commit 493835a6 (2026-07-17):
+database_connection_url as lib/databases/mysql and
+lib/databases/postgresql build it (``mysql+pymysql://...?charset=utf8``
+with ``&plugin=dbcounter``, stackrc's MYSQL_GATHER_PERFORMANCE=True
+default; a bare ``postgresql://...?client_encoding=utf8``);
+setup_develop DIR EXTRAS, which in inc/python reads DIR/setup.cfg with
+awk and so dies (errexit) on this project, which has none; and
+setup_package DIR -e EXTRAS (pip install -e DIR[EXTRAS]), which the
+plugin uses.  Devstack's own install_database_python installs PyMySQL
+or psycopg2 (pip_install_gr); the plugin adds this service's ``mysql``
+or ``postgresql`` extra.
+tests/functional/test_devstack_databases.py connects with those URLs to
+real PostgreSQL and MariaDB servers.
 """
 
-import configparser
-import json
 import os
+import re
 import shlex
 import shutil
 import socket
 import subprocess
 import textwrap
+import tomllib
 
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.abspath(os.path.join(HERE, '..', '..', '..'))
-PLUGIN_DIR = os.path.join(REPO, 'devstack')
-STUBS = os.path.join(HERE, 'devstack_stubs.sh')
-LINTED = [os.path.join(PLUGIN_DIR, 'plugin.sh'),
-          os.path.join(PLUGIN_DIR, 'settings')]
-
-MANAGE_STUB = """#!/bin/bash
-python3 -c 'import json, sys; print(json.dumps(sys.argv[1:]))' \\
-    scheduler-manage "$@" >> "$STUB_LOG"
-"""
-
-CELL1_UUID = '5d1b7d4c-0c54-4b3e-9f7e-0f1a2b3c4d5e'
-NOVA_MANAGE_STUB = """#!/bin/bash
-python3 -c 'import json, sys; print(json.dumps(sys.argv[1:]))' \\
-    nova-manage "$@" >> "$STUB_LOG"
-cat <<EOF
-+-------+--------------------------------------+
-|  Name |                 UUID                 |
-+-------+--------------------------------------+
-| cell0 | 00000000-0000-0000-0000-000000000000 |
-| cell1 | %s |
-+-------+--------------------------------------+
-EOF
-""" % CELL1_UUID
-
-
-class Devstack:
-    """One devstack node in a temporary directory."""
-
-    def __init__(self, tmp_path, **settings):
-        self.root = tmp_path
-        self.log = tmp_path / 'calls.log'
-        self.bin = tmp_path / 'bin'
-        self.bin.mkdir()
-        for name, text in (('scheduler-manage', MANAGE_STUB),
-                           ('nova-manage', NOVA_MANAGE_STUB)):
-            path = self.bin / name
-            path.write_text(text)
-            path.chmod(0o755)
-        self.conf_dir = tmp_path / 'etc' / 'scheduler'
-        self.conf = self.conf_dir / 'scheduler.conf'
-        self.logdir = tmp_path / 'logs'
-        env = {key: value for key, value in os.environ.items()
-               if not key.startswith(('SCHEDULER_', 'OMP_'))}
-        env.update({
-            'STUB_LOG': str(self.log),
-            'STUB_BIN': str(self.bin),
-            'PATH': '%s:%s' % (self.bin, os.environ.get('PATH', '')),
-            'ENABLED_SERVICES': 'rabbit,mysql,key,placement-api,n-api,'
-                                'n-cond,n-sch,n-cpu',
-            'DEST': str(tmp_path / 'opt'),
-            'LOGDIR': str(self.logdir),
-            'STACK_USER': 'stack',
-            'API_WORKERS': '3',
-            'ENABLE_DEBUG_LOG_LEVEL': 'True',
-            'HOST_IP': '192.0.2.10',
-            'DATABASE_TYPE': 'mysql',
-            'DATABASE_USER': 'root',
-            'DATABASE_PASSWORD': 'secret',
-            'DATABASE_HOST': '192.0.2.10',
-            'NOVA_BIN_DIR': str(self.bin),
-            'NOVA_CONF': str(tmp_path / 'etc' / 'nova' / 'nova.conf'),
-            'NOVA_INSTANCES_PATH': str(tmp_path / 'opt' / 'data' / 'nova'
-                                       / 'instances'),
-            'SCHEDULER_CONF_DIR': str(self.conf_dir),
-        })
-        env.update(settings)
-        self.env = env
-
-    def run(self, *phases, check=True):
-        """Source the settings, then plugin.sh once per phase (a tuple
-        of its arguments), in one bash, as stack.sh does."""
-        lines = ['set -o errexit -o pipefail',
-                 'source %s' % shlex.quote(STUBS),
-                 'source %s' % shlex.quote(
-                     os.path.join(PLUGIN_DIR, 'settings'))]
-        for phase in phases:
-            lines.append('source %s %s' % (
-                shlex.quote(os.path.join(PLUGIN_DIR, 'plugin.sh')),
-                ' '.join(phase)))
-        proc = subprocess.run(['bash', '-c', '\n'.join(lines)],
-                              env=self.env, cwd=self.root,
-                              capture_output=True, text=True, timeout=60)
-        if check:
-            assert proc.returncode == 0, proc.stderr
-        return proc
-
-    def stack(self):
-        return self.run(('stack', 'install'), ('stack', 'post-config'),
-                        ('stack', 'extra'))
-
-    def calls(self):
-        if not self.log.exists():
-            return []
-        with open(self.log) as f:
-            return [json.loads(line) for line in f]
-
-    def config(self):
-        # [DEFAULT] as a section of its own: no inherited keys.
-        parser = configparser.RawConfigParser(default_section='-')
-        parser.optionxform = str
-        assert parser.read(self.conf)
-        return {section: dict(parser.items(section))
-                for section in parser.sections()}
+from devstack.devstack_node import CELL1_UUID
+from devstack.devstack_node import LINTED
+from devstack.devstack_node import PLUGIN_DIR
+from devstack.devstack_node import REPO
+from devstack.devstack_node import STUBS
+from devstack.devstack_node import Devstack
 
 
 def _index(calls, wanted):
@@ -169,7 +86,8 @@ def test_standalone_config(standalone):
     }
     assert conf['database'] == {
         'connection':
-            'mysql+pymysql://root:secret@192.0.2.10/scheduler?charset=utf8'}
+            'mysql+pymysql://root:secret@192.0.2.10/scheduler?charset=utf8'
+            '&plugin=dbcounter'}
     assert 'api_database' not in conf
     assert conf['scheduler'] == {'workers': '3', 'cell_uuid': CELL1_UUID}
     assert conf['oslo_messaging_notifications'] == {
@@ -182,7 +100,7 @@ def test_standalone_order(standalone):
     standalone.stack()
     calls = standalone.calls()
     conf = _config_args(standalone)
-    install = _index(calls, ['setup_develop', REPO])
+    install = _index(calls, ['setup_package', REPO, '-e'])
     recreate = _index(calls, ['recreate_database', 'scheduler'])
     sync = _index(calls, ['scheduler-manage'] + conf + ['db', 'sync'])
     add = _index(calls, ['scheduler-manage'] + conf + ['host', 'add'])
@@ -268,10 +186,12 @@ def test_nova_mode_config(nova):
     conf = nova.config()
     assert conf['api_database'] == {
         'connection':
-            'mysql+pymysql://root:secret@192.0.2.10/nova_api?charset=utf8'}
+            'mysql+pymysql://root:secret@192.0.2.10/nova_api?charset=utf8'
+            '&plugin=dbcounter'}
     assert conf['database'] == {
         'connection':
-            'mysql+pymysql://root:secret@192.0.2.10/scheduler?charset=utf8'}
+            'mysql+pymysql://root:secret@192.0.2.10/scheduler?charset=utf8'
+            '&plugin=dbcounter'}
     assert conf['scheduler'] == {'workers': '3', 'service_cell': 'cell0'}
     assert conf['DEFAULT']['transport_url'] == (
         'rabbit://stackrabbit:secret@192.0.2.10:5672/')
@@ -282,6 +202,54 @@ def test_nova_mode_single_conductor_service_cell(tmp_path):
                     CELLSV2_SETUP='singleconductor')
     node.stack()
     assert node.config()['scheduler']['service_cell'] == 'cell1'
+
+
+@pytest.mark.parametrize('mode', ['standalone', 'nova'])
+def test_postgresql_urls(tmp_path, mode):
+    # devstack's PostgreSQL URL names no driver.
+    node = Devstack(tmp_path, SCHEDULER_MODE=mode, DATABASE_TYPE='postgresql',
+                    ENABLED_SERVICES='rabbit,postgresql,n-api,n-cond,n-cpu')
+    node.stack()
+    conf = node.config()
+    assert conf['database'] == {
+        'connection': 'postgresql://root:secret@192.0.2.10/scheduler'
+                      '?client_encoding=utf8'}
+    if mode == 'nova':
+        assert conf['api_database'] == {
+            'connection': 'postgresql://root:secret@192.0.2.10/nova_api'
+                          '?client_encoding=utf8'}
+
+
+def test_mysql_url_without_query_counting(tmp_path):
+    node = Devstack(tmp_path, MYSQL_GATHER_PERFORMANCE='False')
+    node.stack()
+    assert node.config()['database']['connection'] == (
+        'mysql+pymysql://root:secret@192.0.2.10/scheduler?charset=utf8')
+
+
+@pytest.mark.parametrize('database_type, extra', [
+    ('mysql', 'mysql'), ('postgresql', 'postgresql'),
+    # A compute-only node of a multi-node devstack: no database here.
+    ('', '')])
+def test_install_with_the_driver_of_the_database(tmp_path, database_type,
+                                                 extra):
+    node = Devstack(tmp_path, DATABASE_TYPE=database_type)
+    node.run(('stack', 'install'))
+    calls = node.calls()
+    assert ['setup_package', REPO, '-e', extra] in calls
+    # devstack's setup_develop needs a setup.cfg this project lacks.
+    assert not [call for call in calls if call[0] == 'setup_develop']
+
+
+def test_database_extras_exist():
+    # The extras the plugin names are this project's, and hold the
+    # drivers of devstack's URLs.
+    with open(os.path.join(REPO, 'pyproject.toml'), 'rb') as f:
+        extras = tomllib.load(f)['project']['optional-dependencies']
+    names = {extra: {re.split(r'[\[<>=!~ ;]', req)[0].lower()
+                     for req in extras[extra]}
+             for extra in ('mysql', 'postgresql')}
+    assert names == {'mysql': {'pymysql'}, 'postgresql': {'psycopg'}}
 
 
 def test_nova_mode_order(nova):
