@@ -1,6 +1,7 @@
 """Parsing the command line and config files; setting up oslo.log.
 
-Every console entry point calls ``parse_args`` once.  Passwords in
+Every console entry point calls ``parse_args`` once; ``version()`` is
+what their ``--version`` prints.  Passwords in
 ``[database] connection`` and ``transport_url`` are ``secret`` options,
 so oslo.config masks them when the options are logged.  Text a log
 handler cannot encode (a lone surrogate from a message, say) is written
@@ -8,11 +9,14 @@ escaped (``\\udXXX``) instead of losing the record.
 """
 
 import logging as std_logging
+from importlib import metadata
 
 from oslo_log import log as logging
 
-from scheduler import rpc
 from scheduler.conf import CONF
+
+# The distribution whose version ``version()`` gives.
+DISTRIBUTION = 'openstack-standalone-scheduler'
 
 
 def register_log_options():
@@ -21,11 +25,31 @@ def register_log_options():
         logging.register_options(CONF)
 
 
-def parse_args(argv, default_config_files=None):
-    """Parse ``argv`` into CONF and set up logging for the service."""
+def version():
+    """The installed distribution's version (str, e.g. ``0.1.0``), or
+    ``unknown`` when it runs from a source tree that is not installed."""
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return 'unknown'
+
+
+def parse_args(argv, default_config_files=None, messaging=True):
+    """Parse ``argv`` into CONF and set up logging for the service.
+
+    ``messaging=False`` leaves oslo.messaging unimported (its defaults,
+    ``scheduler.rpc.set_defaults``, unset): for commands that send
+    nothing, whose start-up it would slow down; one that then sends
+    calls ``rpc.set_defaults()`` itself first.
+    """
     register_log_options()
-    rpc.set_defaults()
-    CONF(argv, project='scheduler', version='0.1.0',
+    if messaging:
+        # Imported here: oslo.messaging (and eventlet, which it imports)
+        # is a second of start-up a command that sends nothing skips.
+        from scheduler import rpc
+
+        rpc.set_defaults()
+    CONF(argv, project='scheduler', version=version(),
          default_config_files=default_config_files)
     logging.setup(CONF, 'scheduler')
     escape_unencodable(std_logging.getLogger())

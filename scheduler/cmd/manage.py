@@ -2,7 +2,7 @@
 
 Usage::
 
-    scheduler-manage [--config-file F] db sync [--version V]
+    scheduler-manage [--config-file F] db sync [VERSION]
     scheduler-manage [--config-file F] db version
     scheduler-manage [--config-file F] host add|list|show|disable|enable|
                                             delete|heartbeat ...
@@ -13,7 +13,7 @@ Usage::
     scheduler-manage help [COMMAND]
 
 ``db sync`` creates or upgrades the schema of ``[database] connection``
-to revision ``V`` (default: the newest) and is harmless to repeat;
+to revision ``VERSION`` (default: the newest) and is harmless to repeat;
 ``db version`` prints the current revision, or ``None`` for an empty
 database.
 
@@ -27,17 +27,31 @@ commands (``scheduler.cmd.manage_hosts``,
 compute nodes and aggregates of the standalone schema, and refuse to run
 in Nova database mode, where Nova's own tables are authoritative.
 
+Every command but ``help`` refuses to run, with one line on stderr and
+exit status 1, when no ``[database] connection`` is configured (the
+embedded SQLite default is the replay's: a command on it would write
+``./scheduler.sqlite`` in the current directory, which no service
+reads), and the commands on the schema refuse a database that is not at
+this release's revision: "run ``scheduler-manage db sync``"
+(``scheduler.cmd.manage_common.DatabaseCommand``).
+
 The commands are cliff commands (a static command map, as
 python-openstackclient's ``App``/``CommandManager`` runs them): the
-listing and showing ones take ``--format table|json|csv|value|yaml``.
-oslo.config reads the ``--config-file``/``--config-dir`` given before
-the command.  Exit status: 0 on success, 1 when a command fails or is
-refused, 2 for a command line that cannot be parsed (usage on stderr).
+listing and showing ones, ``explain`` included, take openstackclient's
+``-f/--format table|json|value|yaml`` (``csv`` too for listings) and
+``-c/--column COLUMN``.  oslo.config reads the
+``--config-file``/``--config-dir`` given before the command.  Exit
+status: 0 on success, 1 when a command fails or is refused, 2 for a
+command line that cannot be parsed (usage on stderr).
+
+The database layer, alembic, oslo.messaging and the engine are imported
+when a command runs and needs them: ``--help`` starts without any of
+them, and only the commands that send casts set oslo.messaging's
+defaults.
 """
 
 import argparse
 import sys
-from importlib import metadata
 
 from cliff import app
 from cliff import command
@@ -48,30 +62,35 @@ from oslo_log import log as logging
 
 from scheduler import config
 from scheduler.cmd import manage_aggregates
+from scheduler.cmd import manage_common
 from scheduler.cmd import manage_explain
 from scheduler.cmd import manage_hosts
 from scheduler.conf import CONF
-from scheduler.db import migration
 
 LOG = logging.getLogger(__name__)
 
 DESCRIPTION = 'Administrative commands on the scheduler database.'
 
 
-class DbSync(command.Command):
+class DbSync(manage_common.DatabaseCommand):
     """Create or upgrade the schema (harmless to repeat)."""
 
     # oslo.log writes to stdout without a log file, as it always did here.
     logs_to_stdout = True
+    needs_schema = False
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument('--version', dest='target_version', default=None,
+        # Positional, as nova-manage's: a "--version" anywhere is the
+        # application's (cliff reads it before the command's options).
+        parser.add_argument('target_version', nargs='?', default=None,
                             metavar='VERSION',
                             help='alembic revision to reach (default: head)')
         return parser
 
     def take_action(self, parsed_args):
+        from scheduler.db import migration
+
         version = parsed_args.target_version or 'head'
         try:
             migration.db_sync(version=version)
@@ -82,12 +101,15 @@ class DbSync(command.Command):
         return 0
 
 
-class DbVersion(command.Command):
+class DbVersion(manage_common.DatabaseCommand):
     """Print the current schema revision."""
 
     logs_to_stdout = True
+    needs_schema = False
 
     def take_action(self, parsed_args):
+        from scheduler.db import migration
+
         self.app.stdout.write('%s\n' % migration.db_version())
         return 0
 
@@ -114,7 +136,7 @@ class ManageApp(app.App):
         for name, factory in COMMANDS.items():
             manager.add_command(name, factory)
         super().__init__(description=DESCRIPTION,
-                         version=_version(),
+                         version=config.version(),
                          command_manager=manager,
                          # "COMMAND --help" is the command's help.
                          deferred_help=True)
@@ -196,14 +218,24 @@ class ManageApp(app.App):
         config.register_log_options()
         CONF.set_default('use_stderr',
                          not getattr(cmd, 'logs_to_stdout', False))
-        config.parse_args(args)
+        CONF.set_default('default_log_levels',
+                         logging.get_default_log_levels()
+                         + quiet_log_levels(cmd))
+        # oslo.messaging's defaults are set by the commands that send
+        # (``StandaloneCommand.tell_schedulers``), which import it.
+        config.parse_args(args, messaging=False)
 
 
-def _version():
-    try:
-        return metadata.version('openstack-standalone-scheduler')
-    except metadata.PackageNotFoundError:
-        return 'unknown'
+def quiet_log_levels(cmd):
+    """oslo.log ``default_log_levels`` entries that keep the INFO lines
+    of the libraries out of ``cmd``'s terminal: oslo.service's backend
+    choice, and alembic's for the schema check of a command on the
+    schema (``db sync`` and ``db version`` keep alembic's, which tell
+    what they did)."""
+    levels = ['oslo_service.backend=WARNING']
+    if getattr(cmd, 'needs_schema', False):
+        levels.append('alembic=WARNING')
+    return levels
 
 
 def _status(exc):

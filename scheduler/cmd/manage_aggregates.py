@@ -8,19 +8,18 @@ The commands of ``openstack aggregate`` (``create [--zone]
 (``scheduler.db.host_aggregates``, with Nova's API checks) and then sent
 to the running schedulers as Nova's API sends it: an
 ``update_aggregates`` cast with the Aggregate, or ``delete_aggregate``.
-An aggregate is named by its name or its id.
+An aggregate is named by its name or its id.  The database layer is
+imported when a command runs, not when ``scheduler-manage`` starts.
 """
 
 import typing
 
 from cliff import command
 
-from scheduler import exception
 from scheduler.cmd import manage_common
-from scheduler.db import api
-from scheduler.db import host_aggregates
 
-ZONE_KEY = host_aggregates.ZONE_KEY
+# The metadata key of an aggregate's availability zone (Nova's).
+ZONE_KEY = 'availability_zone'
 
 # ``aggregate list``'s columns: (heading, field of ``aggregate_fields``).
 LIST_COLUMNS = (
@@ -63,6 +62,8 @@ def _pairs(items: list[str], unset_allowed: bool) -> dict[str, str | None]:
     for item in items:
         key, sep, value = item.partition('=')
         if not key or not (sep or unset_allowed):
+            from scheduler import exception
+
             raise exception.Invalid(reason='%r is not KEY=VALUE' % item)
         pairs[key] = value if sep else None
     return pairs
@@ -79,6 +80,8 @@ class _Change(manage_common.ShowCommand):
         raise NotImplementedError
 
     def take_action(self, parsed_args):
+        from scheduler.db import host_aggregates
+
         context = self.context()
         aggregate = self.change(
             context, host_aggregates.find(context, parsed_args.aggregate),
@@ -99,6 +102,8 @@ class AggregateCreate(manage_common.ShowCommand):
                         'help': 'metadata (repeat for several)'}))
 
     def take_action(self, parsed_args):
+        from scheduler.db import host_aggregates
+
         context = self.context()
         aggregate = host_aggregates.create(
             context, parsed_args.name, zone=parsed_args.zone,
@@ -114,6 +119,8 @@ class AggregateDelete(manage_common.StandaloneCommand):
                                    'help': 'aggregate names or ids'}),)
 
     def take_action(self, parsed_args):
+        from scheduler.db import host_aggregates
+
         context = self.context()
         for name in parsed_args.aggregates:
             gone = host_aggregates.delete(
@@ -129,6 +136,8 @@ class AggregateAddHost(_Change):
     arguments = (manage_common.AGGREGATE, manage_common.HOST)
 
     def change(self, context, aggregate, parsed_args):
+        from scheduler.db import host_aggregates
+
         return host_aggregates.add_host(context, aggregate, parsed_args.host)
 
 
@@ -138,6 +147,8 @@ class AggregateRemoveHost(_Change):
     arguments = (manage_common.AGGREGATE, manage_common.HOST)
 
     def change(self, context, aggregate, parsed_args):
+        from scheduler.db import host_aggregates
+
         return host_aggregates.remove_host(context, aggregate,
                                            parsed_args.host)
 
@@ -154,6 +165,8 @@ class AggregateSetMetadata(_Change):
                                  'help': 'KEY=VALUE to set, KEY to unset'}))
 
     def change(self, context, aggregate, parsed_args):
+        from scheduler.db import host_aggregates
+
         return host_aggregates.set_metadata(
             context, aggregate,
             _pairs(parsed_args.metadata, unset_allowed=True))
@@ -163,6 +176,8 @@ class AggregateList(manage_common.ListCommand):
     """List the aggregates."""
 
     def take_action(self, parsed_args):
+        from scheduler.db import api
+
         return manage_common.listing(LIST_COLUMNS, [
             aggregate_fields(aggregate)
             for aggregate in api.aggregate_get_all(self.context())])
@@ -174,6 +189,8 @@ class AggregateShow(manage_common.ShowCommand):
     arguments = (manage_common.AGGREGATE,)
 
     def take_action(self, parsed_args):
+        from scheduler.db import host_aggregates
+
         return _shown(host_aggregates.find(self.context(),
                                            parsed_args.aggregate))
 

@@ -1,4 +1,14 @@
-"""What the ``scheduler-manage host`` and ``aggregate`` commands share.
+"""What the ``scheduler-manage`` commands share.
+
+``DatabaseCommand``, the base of every command but ``help``, refuses to
+run without a ``[database] connection`` of the configuration
+(``scheduler.conf.database.connection_problem``, the check
+``scheduler-service`` makes): the embedded SQLite default is the
+replay's, and a command on it would write ``./scheduler.sqlite``, which
+no service reads.  A command on the schema refuses a database that is
+not at this release's revision ("run ``scheduler-manage db sync``",
+``scheduler.db.migration.schema_problem``) before it runs; any other
+failure of the database is one line too, never a driver's traceback.
 
 ``StandaloneCommand`` refuses to run in Nova database mode (Nova's own
 tables are authoritative there, managed with ``nova-manage`` and the
@@ -11,6 +21,10 @@ transport_url``), so that running schedulers see a change at once.
 ``FormattedList``, ``FormattedDict`` (and ``manage_hosts.Usage``)
 values print readably in a table, csv or value output and as
 themselves with ``--format json`` or ``yaml``.
+
+The database, oslo.messaging and the objects are imported when a
+command runs, not when ``scheduler-manage`` starts: ``--help`` and the
+commands that send nothing start without them.
 """
 
 import typing
@@ -21,14 +35,9 @@ from cliff import lister
 from cliff import show
 from oslo_log import log as logging
 
-from scheduler import context as scheduler_context
-from scheduler import exception
-from scheduler import rpc
 from scheduler.conf import CONF
-from scheduler.db import hosts
-from scheduler.db import source
-from scheduler.objects import aggregate as aggregate_obj
-from scheduler.server import rpcapi
+from scheduler.conf import api_database
+from scheduler.conf import database
 
 LOG = logging.getLogger(__name__)
 
@@ -42,8 +51,6 @@ HOST = ('host', {'metavar': 'HOST', 'help': 'service host name'})
 AGGREGATE = ('aggregate', {'metavar': 'AGGREGATE',
                            'help': 'aggregate name or id'})
 
-# The exceptions that end a command with one line and status 1.
-REFUSALS = (exception.NotFound, exception.Invalid, hosts.Refused)
 
 # The formatters that print a structured value as its table text.
 TEXT_FORMATS = ('csv', 'value')
@@ -59,12 +66,83 @@ CHANGE_NOT_SENT = (
     'not read them again)')
 
 
-class StandaloneCommand(command.Command):
-    """A command on the standalone schema's hosts and aggregates."""
+def refusals() -> tuple[type[Exception], ...]:
+    """The exceptions that end a command with one line and status 1."""
+    from scheduler import exception
+    from scheduler.db import hosts
+
+    return (exception.NotFound, exception.Invalid, hosts.Refused)
+
+
+def database_failures() -> tuple[type[Exception], ...]:
+    """The exceptions of a database that cannot be used (oslo.db's and
+    the driver's, through SQLAlchemy)."""
+    from oslo_db import exception as db_exc
+    from sqlalchemy import exc as sa_exc
+
+    return (db_exc.DBError, sa_exc.DBAPIError)
+
+
+def schema_problem() -> str | None:
+    """``scheduler.db.migration.schema_problem`` of ``[database]
+    connection``, or the one line of why that database cannot be read;
+    None when it is at this release's revision."""
+    from scheduler.db import api
+    from scheduler.db import migration
+
+    try:
+        return migration.schema_problem()
+    except database_failures() as exc:
+        return unusable(exc)
+    finally:
+        api.get_engine().dispose()
+
+
+def unusable(exc: Exception) -> str:
+    """The one line of a database failure ``exc`` of ``[database]
+    connection`` (its URL without the password)."""
+    from scheduler.db.nova import cells
+
+    return ('the database of [database] connection (%s) cannot be used: %s'
+            % (cells.safe_url(CONF.database.connection),
+               cells.first_line(exc)))
+
+
+class DatabaseCommand(command.Command):
+    """A command on ``[database] connection``, refused (one line on
+    stderr, status 1) without one, on a database that is not at this
+    release's revision when ``needs_schema``, and when the database
+    fails it."""
 
     # Whether oslo.log writes to stdout when no log file is set (else to
     # stderr, so that stdout holds the output alone).
     logs_to_stdout = False
+    # Whether the command reads or writes the schema (not ``db sync``).
+    needs_schema = True
+
+    def run(self, parsed_args) -> int:
+        problem = database.connection_problem(CONF)
+        if problem is None and self.needs_schema:
+            problem = schema_problem()
+        if problem is not None:
+            return self.refuse(problem)
+        try:
+            return super().run(parsed_args)
+        except database_failures() as exc:
+            LOG.debug('%s failed', self.cmd_name, exc_info=True)
+            return self.refuse(unusable(exc))
+
+    def refuse(self, problem: str) -> int:
+        """Write ``scheduler-manage COMMAND: problem`` on stderr; the
+        exit status of a refusal, 1."""
+        self.app.stderr.write('%s %s: %s\n' % (self.app.NAME,
+                                               self.cmd_name, problem))
+        return 1
+
+
+class StandaloneCommand(DatabaseCommand):
+    """A command on the standalone schema's hosts and aggregates."""
+
     # What the command's help says after the docstring's one line.
     details = ''
     # The arguments, positional and optional: (name or flag, keywords of
@@ -84,19 +162,19 @@ class StandaloneCommand(command.Command):
         return '%s\n\n%s' % (summary, self.details)
 
     def run(self, parsed_args) -> int:
-        if source.nova_mode():
+        if api_database.nova_mode(CONF):
             self.app.stderr.write(NOVA_MODE_REFUSAL + '\n')
             return 1
         try:
             return super().run(parsed_args)
-        except REFUSALS as exc:
-            self.app.stderr.write('%s %s: %s\n' % (
-                self.app.NAME, self.cmd_name, exc))
-            return 1
+        except refusals() as exc:
+            return self.refuse(str(exc))
 
     @staticmethod
     def context() -> typing.Any:
         """An admin context for the database and the casts."""
+        from scheduler import context as scheduler_context
+
         return scheduler_context.get_admin_context()
 
     def tell_schedulers(self, context: typing.Any, method: str,
@@ -111,10 +189,16 @@ class StandaloneCommand(command.Command):
         """
         if not aggregates:
             return True
+        # oslo.messaging: imported by the commands that send only.
+        from scheduler import rpc
+        from scheduler.objects import aggregate as aggregate_obj
+        from scheduler.server import rpcapi
+
         objects = [aggregate_obj.Aggregate.from_db(row)
                    for row in aggregates]
         transport = None
         try:
+            rpc.set_defaults(CONF)
             transport = rpc.get_transport(CONF)
             client = rpcapi.SchedulerAPI(transport)
             client.client = client.client.prepare(retry=CAST_RETRIES)
@@ -132,7 +216,9 @@ class StandaloneCommand(command.Command):
         return True
 
 
-def _text(value):
+def text(value: typing.Any) -> typing.Any:
+    """A cell's value as a table prints it (``human_readable`` of a
+    formattable column), else the value itself."""
     if isinstance(value, columns.FormattableColumn):
         return value.human_readable()
     return value
@@ -144,7 +230,7 @@ class ListCommand(StandaloneCommand, lister.Lister):
 
     def produce_output(self, parsed_args, column_names, data):
         if parsed_args.formatter in TEXT_FORMATS:
-            data = [tuple(_text(value) for value in row) for row in data]
+            data = [tuple(text(value) for value in row) for row in data]
         return super().produce_output(parsed_args, column_names, data)
 
 
@@ -153,7 +239,7 @@ class ShowCommand(StandaloneCommand, show.ShowOne):
 
     def produce_output(self, parsed_args, column_names, data):
         if parsed_args.formatter in TEXT_FORMATS:
-            data = tuple(_text(value) for value in data)
+            data = tuple(text(value) for value in data)
         return super().produce_output(parsed_args, column_names, data)
 
 

@@ -17,26 +17,33 @@ Placement section comes before the filters: how many compute nodes each
 requirement of the ``GET /allocation_candidates`` query eliminates,
 alone and in order, and the nearest misses
 (``scheduler.placement.misses``).
+
+The output follows openstackclient's conventions (cliff's ``ShowOne``):
+``-f table`` (the default) prints the explanation above as text; ``-f
+json|yaml|value|shell`` and ``-c FIELD`` (repeatable) give the fields of
+``Explanation.to_dict()`` (``request``, ``steps``, ``summary``,
+``chosen``...), their lists and dicts as themselves in JSON and YAML
+and as JSON text in a table or ``value`` output; ``-f table -c FIELD``
+is a Field/Value table of those fields.
+
+The engine, the objects and Placement are imported when the command
+runs, not when ``scheduler-manage`` starts.
 """
+
+from __future__ import annotations
 
 import json
 import typing
 
+from cliff import columns
 from cliff import command
-from oslo_utils import uuidutils
+from cliff import show
 
-from scheduler import context as scheduler_context
-from scheduler import exception
-from scheduler import objects
+from scheduler.cmd import manage_common
 from scheduler.conf import CONF
-from scheduler.drivers import base as drivers_base
-from scheduler.engine import explain as explain_engine
-from scheduler.objects import base as objects_base
-from scheduler.objects import flavor as flavor_obj
-from scheduler.objects import image_meta as image_meta_obj
-from scheduler.objects import request_spec as request_spec_obj
-from scheduler.placement import refusals
-from scheduler.placement import source as placement_source
+
+if typing.TYPE_CHECKING:
+    from scheduler.engine import explain as explain_engine
 
 # The flags that size the request, and their defaults without --spec.
 SIZE_FLAGS = {'vcpus': 1, 'memory_mb': 512, 'disk_gb': 0,
@@ -56,6 +63,12 @@ def _pairs(values: list[str] | None) -> dict[str, str]:
 
 def spec_from_flags(args: typing.Any) -> typing.Any:
     """A RequestSpec of the command-line flags (unchecked)."""
+    from oslo_utils import uuidutils
+
+    from scheduler.objects import flavor as flavor_obj
+    from scheduler.objects import image_meta as image_meta_obj
+    from scheduler.objects import request_spec as request_spec_obj
+
     sizes = {name: default if getattr(args, name) is None
              else getattr(args, name)
              for name, default in SIZE_FLAGS.items()}
@@ -84,6 +97,9 @@ def spec_from_file(context: typing.Any, path: str) -> typing.Any:
 
     :raises scheduler.exception.InvalidObjectPrimitive: not one.
     """
+    from scheduler import objects
+    from scheduler.objects import base as objects_base
+
     with open(path, encoding='utf-8') as stream:
         primitive = json.load(stream)
     objects.register_all()
@@ -98,8 +114,38 @@ def checked(spec_obj: typing.Any) -> typing.Any:
     return manager.SchedulerManager.checked_spec(spec_obj, None)
 
 
-class Explain(command.Command):
+def failures() -> tuple[type[Exception], ...]:
+    """What ends ``explain`` with one line and status 1: a request that
+    cannot be read or checked, an explanation that cannot be made."""
+    from scheduler import exception
+
+    return (OSError, ValueError, exception.SchedulerException)
+
+
+class Structured(columns.FormattableColumn):
+    """A list or dict of the explanation: itself in JSON and YAML, JSON
+    text (sorted keys) in a table or ``value`` output."""
+
+    def human_readable(self) -> str:
+        return json.dumps(self._value, sort_keys=True)
+
+
+def fields(result: explain_engine.Explanation
+           ) -> tuple[tuple[str, ...], tuple[typing.Any, ...]]:
+    """A ShowOne's ``(names, values)`` of ``result.to_dict()``, by name;
+    lists and dicts as ``Structured``."""
+    data = result.to_dict()
+    names = tuple(sorted(data))
+    return names, tuple(
+        Structured(data[name]) if isinstance(data[name], (list, dict))
+        else data[name] for name in names)
+
+
+class Explain(manage_common.DatabaseCommand, show.ShowOne):
     """Explain where a request would go, or why nowhere."""
+
+    # The explanation of the last take_action, for the text output.
+    result: explain_engine.Explanation | None = None
 
     details = (
         'Dry-runs the request against the database with the configured '
@@ -141,33 +187,34 @@ class Explain(command.Command):
         parser.add_argument('--num-instances', type=int, metavar='N',
                             help='default: 1')
         parser.add_argument('--project-id', metavar='ID')
-        parser.add_argument('-f', '--format', dest='formatter',
-                            choices=('table', 'json'), default='table',
-                            help='output format (default: table)')
         self._parser = parser
         return parser
 
+    def run(self, parsed_args) -> int:
+        try:
+            return super().run(parsed_args)
+        except failures() as exc:
+            return self.refuse(str(exc))
+
     def take_action(self, parsed_args):
+        from scheduler import context as scheduler_context
+
         context = scheduler_context.get_admin_context()
-        try:
-            spec_obj = self._spec(context, parsed_args)
-            spec_obj = checked(spec_obj)
-        except (OSError, ValueError, exception.SchedulerException) as exc:
-            self.app.stderr.write('%s %s: %s\n' % (
-                self.app.NAME, self.cmd_name, exc))
-            return 1
-        try:
-            result = _explain(context, spec_obj)
-        except exception.SchedulerException as exc:
-            self.app.stderr.write('%s %s: %s\n' % (
-                self.app.NAME, self.cmd_name, exc))
-            return 1
-        if parsed_args.formatter == 'json':
-            self.app.stdout.write(json.dumps(result.to_dict(), indent=2,
-                                             sort_keys=True) + '\n')
-        else:
-            self.app.stdout.write(render(result))
-        return 0
+        spec_obj = checked(self._spec(context, parsed_args))
+        self.result = _explain(context, spec_obj)
+        return fields(self.result)
+
+    def produce_output(self, parsed_args, column_names, data) -> int:
+        """The text of ``render`` for ``-f table`` without ``-c``; else
+        cliff's formatter over the fields (``csv`` and ``value`` print
+        the structured ones as their JSON text)."""
+        if parsed_args.formatter == 'table' and not parsed_args.columns:
+            assert self.result is not None
+            self.app.stdout.write(render(self.result))
+            return 0
+        if parsed_args.formatter in manage_common.TEXT_FORMATS:
+            data = tuple(manage_common.text(value) for value in data)
+        return super().produce_output(parsed_args, column_names, data)
 
     def _spec(self, context, args):
         if args.spec is None:
@@ -187,6 +234,11 @@ def _explain(context: typing.Any, spec_obj: typing.Any
     view (read, then closed), with its misses (``scheduler.placement.
     refusals.explain_view``).  Raises PlacementUnavailable when the view
     cannot be read."""
+    from scheduler.drivers import base as drivers_base
+    from scheduler.engine import explain as explain_engine
+    from scheduler.placement import refusals
+    from scheduler.placement import source as placement_source
+
     if not CONF.scheduler.use_placement:
         return explain_engine.explain(context, spec_obj)
     source = drivers_base.candidate_source(CONF)
@@ -207,6 +259,8 @@ def _number(value: float) -> str:
 
 def render(result: explain_engine.Explanation) -> str:
     """The explanation as text."""
+    from scheduler.engine import explain as explain_engine
+
     request = result.request
     lines = ['Request: %d x %d vCPUs, %s MiB RAM, %d GiB root + %d GiB '
              'ephemeral disk, %d MiB swap%s' % (

@@ -7,19 +7,17 @@ aggregates, up as the ComputeFilter sees it, usage, claims, instances);
 ``host disable``/``enable``/``delete`` are ``openstack compute service
 set --disable``/``--enable`` and ``delete``; ``host heartbeat`` beats for
 hosts that have no ``nova-compute`` of their own.  The writes are
-``scheduler.db.hosts``'.
+``scheduler.db.hosts``', imported when a command runs (so that
+``scheduler-manage --help`` does not load the database layer).
 """
 
 import typing
 
 from cliff import command
 
-from scheduler import exception
 from scheduler.cmd import manage_common
 from scheduler.conf import CONF
-from scheduler.db import hosts
 from scheduler.resources import ratios
-from scheduler.view import servicegroup
 
 ZONE_KEY = 'availability_zone'
 
@@ -89,6 +87,8 @@ def _usage(node, used, claimed, total, ratio_name):
 def node_fields(entry: dict[str, typing.Any]) -> dict[str, typing.Any]:
     """The fields ``host show`` gives of a ``hosts.compute_hosts``
     entry, in order; ``host list`` shows some of them."""
+    from scheduler.view import servicegroup
+
     node, service = entry['node'], entry['service'] or {}
     if not service:
         status = 'no service'
@@ -129,6 +129,9 @@ def _show_node(context, host, node=None):
     :raises scheduler.exception.ComputeHostNotFound: no node of ``host``.
     :raises scheduler.db.hosts.Refused: several nodes and no ``node``.
     """
+    from scheduler import exception
+    from scheduler.db import hosts
+
     entries = hosts.compute_hosts(context, host)
     if node is not None:
         entries = [entry for entry in entries
@@ -166,6 +169,8 @@ class HostAdd(manage_common.ShowCommand):
                             metavar='MiB', help='RAM of the node in MiB')
         parser.add_argument('--disk-gb', type=int, required=True,
                             metavar='GiB', help='local disk in GiB')
+        from scheduler.db import hosts
+
         for name in hosts.RATIO_NAMES:
             parser.add_argument(
                 '--' + name.replace('_', '-'), type=float, metavar='R',
@@ -185,6 +190,8 @@ class HostAdd(manage_common.ShowCommand):
         return parser
 
     def take_action(self, parsed_args):
+        from scheduler.db import hosts
+
         context = self.context()
         node = parsed_args.node or parsed_args.host
         values = hosts.empty_node_values(
@@ -208,6 +215,8 @@ class HostList(manage_common.ListCommand):
                "its service's last heartbeat.\n\n" + USAGE_HELP)
 
     def take_action(self, parsed_args):
+        from scheduler.db import hosts
+
         return manage_common.listing(LIST_COLUMNS, [
             node_fields(entry)
             for entry in hosts.compute_hosts(self.context())])
@@ -235,6 +244,8 @@ class HostDisable(manage_common.StandaloneCommand):
                                'shown by "host show"'}))
 
     def take_action(self, parsed_args):
+        from scheduler.db import hosts
+
         hosts.set_compute_service_disabled(self.context(), parsed_args.host,
                                            True, parsed_args.reason)
 
@@ -245,6 +256,8 @@ class HostEnable(manage_common.StandaloneCommand):
     arguments = (manage_common.HOST,)
 
     def take_action(self, parsed_args):
+        from scheduler.db import hosts
+
         hosts.set_compute_service_disabled(self.context(), parsed_args.host,
                                            False)
 
@@ -259,6 +272,8 @@ class HostDelete(manage_common.StandaloneCommand):
     arguments = (manage_common.HOST,)
 
     def take_action(self, parsed_args):
+        from scheduler.db import hosts
+
         context = self.context()
         left = hosts.delete_compute_host(context, parsed_args.host)
         self.tell_schedulers(context, 'update_aggregates', left)
@@ -283,12 +298,16 @@ class HostHeartbeat(manage_common.StandaloneCommand):
         return parser
 
     def take_action(self, parsed_args):
+        from scheduler.db import hosts
+
         if parsed_args.all == bool(parsed_args.hosts):
             self._parser.error('name hosts, or give --all (not both)')
         wanted = None if parsed_args.all else parsed_args.hosts
         stamped = hosts.heartbeat_compute_services(self.context(), wanted)
         missing = sorted(set(wanted or ()) - set(stamped))
         if missing:
+            from scheduler import exception
+
             raise exception.ComputeHostNotFound(host=', '.join(missing))
 
 

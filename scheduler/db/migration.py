@@ -17,6 +17,11 @@ holds tables of our schema without any revision of ours (an older Nova
 database, from before Nova used alembic), is refused with
 ``ForeignSchema`` and left untouched: ``[database] connection`` must name
 the scheduler's own database.
+
+``schema_problem`` is the one check that a database is at the revision
+this release needs, which ``scheduler-service`` (before it starts) and
+``scheduler-manage`` (before, or on the failure of, a command that reads
+or writes the schema) share: "run ``scheduler-manage db sync``".
 """
 
 import functools
@@ -146,6 +151,23 @@ def db_sync(engine=None, version='head'):
     with engine.begin() as connection:
         _adopt_legacy_version(connection)
         alembic_command.upgrade(_alembic_config(connection), version or 'head')
+
+
+def schema_problem(engine=None):
+    """Why the database cannot be used by this release (one line, str:
+    its revision, the one needed and "run ``scheduler-manage db sync``"),
+    or None when it is at ``head_revision()``.  An empty database, or
+    one whose revision is not ours, counts as revision none.
+
+    :param engine: a SQLAlchemy ``Engine``; defaults to ``api.get_engine()``.
+    :raises oslo_db.exception.DBError: the database cannot be read.
+    """
+    found = db_version(engine)
+    if found == head_revision():
+        return None
+    return ('the database schema is at revision %s, this release needs %s: '
+            'run "scheduler-manage db sync"'
+            % (found or 'none (an empty database)', head_revision()))
 
 
 def db_version(engine=None):

@@ -29,7 +29,6 @@ from scheduler.conf import CONF
 from scheduler.conf import api_database
 from scheduler.db import api
 from scheduler.db import changes as db_changes
-from scheduler.objects import cell_mapping
 
 Row = dict[str, typing.Any]
 
@@ -151,6 +150,9 @@ class StandaloneSource:
 
 def standalone_cell_uuid():
     """``[scheduler] cell_uuid``, else ``cell_mapping.SINGLE_CELL_UUID``."""
+    # Imported here: the objects bring oslo.messaging (and eventlet),
+    # which the management commands reading the database do not need.
+    from scheduler.objects import cell_mapping
     return CONF.scheduler.cell_uuid or cell_mapping.SINGLE_CELL_UUID
 
 

@@ -40,6 +40,7 @@ from scheduler import exception
 from scheduler import filters
 from scheduler import weights
 from scheduler.conf import CONF
+from scheduler.conf import database
 from scheduler.db import api as db_api
 from scheduler.db import migration
 from scheduler.db import source as db_source
@@ -60,14 +61,10 @@ def problem() -> str | None:
 
 def connection_problem() -> str | None:
     """A service needs a database of its own, named: the embedded
-    SQLite default belongs to the replay and the benchmark."""
-    found = CONF.get_location('connection', 'database')
-    if found is None or found.location in (cfg.Locations.opt_default,
-                                           cfg.Locations.set_default):
-        return ('no [database] connection is set: give the service its '
-                'database (e.g. postgresql+psycopg2://USER:PASSWORD@HOST/'
-                'scheduler, then run "scheduler-manage db sync")')
-    return None
+    SQLite default belongs to the replay and the benchmark
+    (``scheduler.conf.database.connection_problem``, which
+    ``scheduler-manage`` shares)."""
+    return database.connection_problem(CONF)
 
 
 def database_problem() -> str | None:
@@ -85,13 +82,7 @@ def database_problem() -> str | None:
 def _schema() -> str | None:
     if db_source.nova_mode():
         return None
-    found = migration.db_version()
-    if found == migration.head_revision():
-        return None
-    return ('the database schema is at revision %s, this release needs %s: '
-            'run "scheduler-manage db sync"'
-            % (found or 'none (an empty database)',
-               migration.head_revision()))
+    return migration.schema_problem()
 
 
 def plugin_problem() -> str | None:

@@ -1,9 +1,10 @@
-"""Console entry points of the tools: ``scheduler-replay`` and
-``scheduler-bench``.
+"""Console entry points of the tools: ``scheduler-replay``,
+``scheduler-bench`` and ``scheduler-soak``.
 
-Importing ``scheduler.cmd`` first selects oslo.service's
-native-threading backend before oslo.messaging is imported, as for the
-service's own entry points.
+Importing ``scheduler.cmd`` first makes oslo.service's native-threading
+backend the one oslo.messaging selects when it is imported, as for the
+service's own entry points.  Each script answers ``--version`` (the
+oslo.config ``version`` of ``scheduler.config.parse_args``).
 """
 
 from scheduler import cmd  # noqa: F401

@@ -121,3 +121,32 @@ def test_bad_requests_are_refused(cli, tmp_path):
     assert status == 1 and 'Placement' in err
     status, _, err = cli('explain', '--hint', 'novalue')
     assert status == 1 and 'KEY=VALUE' in err
+
+
+def test_cliff_formatters_and_columns(cli):
+    """openstackclient's ``-f``/``-c``: the fields of the JSON output,
+    chosen by name, in any of cliff's formats."""
+    seed.add_compute(cli.context, 'good', memory_mb=32768)
+    status, out, err = cli('explain', '--memory-mb', '2048', '-f', 'json')
+    assert status == 0, err
+    everything = json.loads(out)
+    status, out, err = cli('explain', '--memory-mb', '2048', '-f', 'json',
+                           '-c', 'summary', '-c', 'chosen')
+    assert status == 0, err
+    assert json.loads(out) == {'summary': everything['summary'],
+                               'chosen': [{'host': 'good', 'node': 'good'}]}
+    status, out, err = cli('explain', '--memory-mb', '2048', '-f', 'value',
+                           '-c', 'summary')
+    assert (status, out) == (0, everything['summary'] + '\n'), err
+    status, out, err = cli('explain', '--memory-mb', '2048', '-f', 'yaml',
+                           '-c', 'choice')
+    assert (status, out) == (0, 'choice: best by weight\n'), err
+    # A table of the fields asked for; the whole text without -c.
+    status, out, err = cli('explain', '--memory-mb', '2048', '-c', 'chosen')
+    assert status == 0, err
+    assert '| chosen | [{"host": "good", "node": "good"}] |' in out
+    status, out, err = cli('explain', '--memory-mb', '2048', '-f', 'csv')
+    assert status == 2 and "invalid choice: 'csv'" in err
+    status, out, err = cli('explain', '--memory-mb', '2048', '-c', 'nothing')
+    assert status == 1 and 'nothing' in err
+

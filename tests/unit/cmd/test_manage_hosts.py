@@ -21,7 +21,9 @@ from scheduler.conf import CONF
 from scheduler.db import api
 from scheduler.db import claims
 from scheduler.db import hosts
+from scheduler.db import migration
 from scheduler.objects import aggregate as aggregate_obj
+from scheduler.server import rpcapi
 from scheduler_tools import writers
 
 SIZES = ['--vcpus', '8', '--memory-mb', '16384', '--disk-gb', '200']
@@ -90,7 +92,7 @@ def _config(tmp_path, url, extra=''):
 @pytest.fixture
 def casts(monkeypatch):
     recorder = Casts()
-    monkeypatch.setattr(manage_common.rpcapi, 'SchedulerAPI', recorder)
+    monkeypatch.setattr(rpcapi, 'SchedulerAPI', recorder)
     return recorder
 
 
@@ -446,7 +448,7 @@ def test_db_commands_in_process(ctx, tmp_path, capsys):
     assert cli.run('db', 'sync')[0] == 0
     status, out, _ = cli.run('db', 'version')
     assert status == 0
-    assert out.splitlines()[-1] == manage.migration.head_revision()
+    assert out.splitlines()[-1] == migration.head_revision()
 
 
 def test_db_writes_join_an_enclosing_transaction(ctx):

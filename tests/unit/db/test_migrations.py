@@ -103,7 +103,7 @@ def test_manage_db_sync_and_version(db_url, db_engine, tmp_path):
     result = _manage(db_url, tmp_path, 'db', 'sync')
     assert result.returncode == 0, result.stderr
     assert _tables(db_engine) == TABLES | {VERSION_TABLE}
-    again = _manage(db_url, tmp_path, 'db', 'sync', '--version', _head())
+    again = _manage(db_url, tmp_path, 'db', 'sync', _head())
     assert again.returncode == 0, again.stderr
     version = _manage(db_url, tmp_path, 'db', 'version')
     assert version.returncode == 0, version.stderr
