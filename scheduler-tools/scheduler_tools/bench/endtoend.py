@@ -20,7 +20,17 @@ For each fleet size N, ``run``:
    per second, and the service's RSS (its process and any child, from
    ``/proc/<pid>/status``);
 5. measures the cost of one compute node update reaching the service's
-   view, as in-process (with the first ``--callers`` value).
+   view, as in-process (with the first ``--callers`` value);
+6. with one caller and single-instance requests, sets that row beside
+   the parts of one decision, each measured alone in the same run
+   (``scheduler_tools.bench.floor``): the in-process decision's p50 on
+   the same fleet and requests (the in-process mode's set-up on its
+   SQLite database, before the service starts), the no-op call's p50 on
+   the same broker and one claim transaction's p50 on the same database.
+   Their sum is the row's budget (``budget_p50_ms``); ``within_budget``
+   says whether the end-to-end p50 is at most that.  Every row also has
+   the service's CPU time per decision (``service_cpu_ms``, its
+   processes' user plus system time over the phase).
 
 The broker must be private to the run or at least the vhost unused by a
 real Nova: the service consumes the ``scheduler`` topic queue.
@@ -51,6 +61,7 @@ from scheduler_tools import seed
 from scheduler_tools.bench import ENDTOEND
 from scheduler_tools.bench import QUIET_LOG_LEVELS
 from scheduler_tools.bench import BenchError
+from scheduler_tools.bench import floor
 from scheduler_tools.bench import inprocess
 from scheduler_tools.bench import report
 from scheduler_tools.bench import scheduler_config_lines
@@ -301,6 +312,9 @@ def run(hosts_count, settings, transport_url, admin_url=None, emit=None):
     ``callers`` value and ``instances`` value; ``emit(row)`` is called as
     each is measured.
     """
+    parts = {}
+    if floor.wants_parts(settings):
+        parts.update(floor.inprocess_part(hosts_count, settings))
     with database_for(admin_url, settings.database_connection) as (
             db_url, given), client_pool(max(settings.callers)):
         ctx = seed.use_database(db_url)
@@ -311,7 +325,7 @@ def run(hosts_count, settings, transport_url, admin_url=None, emit=None):
             analyze(db_url)
             seed_s = time.monotonic() - started
             return _measure(ctx, hosts, seeded, seed_s, settings,
-                            transport_url, db_url, emit)
+                            transport_url, db_url, emit, parts)
         finally:
             if given:
                 seed.remove_seeded(ctx, seeded)
@@ -319,7 +333,7 @@ def run(hosts_count, settings, transport_url, admin_url=None, emit=None):
 
 
 def _measure(ctx, hosts, seeded, seed_s, settings, transport_url, db_url,
-             emit):
+             emit, parts):
     hosts_count = len(hosts)
     name = 'bench-%s' % uuid.uuid4().hex[:8]
     # The transport takes the run's exchange when it is made.
@@ -356,15 +370,18 @@ def _measure(ctx, hosts, seeded, seed_s, settings, transport_url, db_url,
             name = '%s x%d' % (label, instances)
             if len(settings.callers) > 1:
                 name += ', %d callers' % callers
+            cpu = report.cpu_s(service.process.pid)
             with inprocess.progress_bar(count, name,
                                         settings.progress) as bar:
                 timings = time_callers(
                     decide, bench.requests(instances, count),
                     callers, heartbeat, settings.time_budget_s,
                     progress=bar)
+            cpu = floor.difference(report.cpu_s(service.process.pid), cpu)
             extra = {'seed_s': round(seed_s, 2),
                      'warmup_s': round(warmup_s, 2),
-                     'callers': callers}
+                     'callers': callers,
+                     'service_cpu_ms': floor.per_decision(cpu, timings)}
             # The node update cost once, with the first callers value.
             if (instances == 1 and settings.update_rounds and
                     callers == settings.callers[0]):
@@ -379,6 +396,11 @@ def _measure(ctx, hosts, seeded, seed_s, settings, transport_url, db_url,
                 ENDTOEND, hosts_count, instances, timings,
                 rss=service.rss_mb(), peak_rss=service.rss_mb('VmHWM'),
                 **extra)
+            if parts and callers == 1 and instances == 1:
+                parts.update(floor.measure_parts(
+                    ctx, transport_url,
+                    inprocess.live_node_ids(hosts, seeded), settings))
+                floor.with_budget(row, parts)
             rows.append(row)
             if emit is not None:
                 emit(row)

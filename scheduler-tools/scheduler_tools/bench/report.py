@@ -11,6 +11,16 @@ service end-to-end), ``target_p50_ms``, ``target_p99_ms`` and
 ``JsonLines`` writes one row per line as soon as it is measured, so runs
 can be compared with ``jq`` or a few lines of Python.
 
+The end-to-end row of one caller and single-instance requests also has
+the parts of one decision, measured alone in the same run (``PARTS``,
+p50s in ms: the in-process decision, the no-op call, one claim
+transaction), their sum ``budget_p50_ms`` and ``within_budget`` (the
+end-to-end p50 at most the budget): issue 33's "one decision end to end
+costs little more than its parts"; with the CPU time per decision of
+the service (``service_cpu_ms``, every end-to-end row) and of the
+in-process decision (``inprocess_cpu_ms``), which a busy machine's
+noise moves less than latencies.
+
 The targets (``TARGETS``: p50/p99 in ms, decisions per second of one
 service with sequential callers, service memory in MiB) are set for
 1,000, 10,000 and 100,000 hosts.  Another fleet size is held to the targets of
@@ -29,6 +39,9 @@ from scheduler_tools.bench import ENDTOEND
 from scheduler_tools.bench import INPROCESS
 
 TARGET_SIZES = (1000, 10000, 100000)
+# The parts of one end-to-end decision, p50s in ms (``budget_p50_ms`` is
+# their sum).
+PARTS = ('inprocess_p50_ms', 'noop_p50_ms', 'commit_p50_ms')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -292,6 +305,35 @@ def print_table(rows, console=None):
     updates = [row for row in rows if row.get('node_update_rounds')]
     if updates:
         _print_updates(console, updates, Table)
+    budgets = [row for row in rows if 'budget_p50_ms' in row]
+    if budgets:
+        _print_parts(console, budgets, Table)
+
+
+def _print_parts(console, rows, table_cls):
+    table = table_cls(title='one end-to-end decision against its parts, '
+                            'each measured alone (ms)',
+                      caption='budget = in-process decision p50 + no-op '
+                              'call p50 + one commit p50')
+    for name in ('mode', 'hosts', 'p50', 'p99', 'in-process p50',
+                 'no-op p50', 'commit p50', 'budget', 'p50 / budget',
+                 'within', 'CPU/dec service', 'CPU/dec in-process'):
+        table.add_column(name, justify='left' if name == 'mode'
+                         else 'right')
+    for row in rows:
+        budget = row['budget_p50_ms']
+        ratio = (row['p50_ms'] / budget if budget and row['p50_ms']
+                 else None)
+        within = row['within_budget']
+        table.add_row(row['mode'], '{:,}'.format(row['hosts']),
+                      _fmt(row['p50_ms'], 2), _fmt(row['p99_ms'], 2),
+                      *(_fmt(row[name], 2) for name in PARTS),
+                      _fmt(budget, 2), _fmt(ratio, 2),
+                      '-' if within is None else
+                      '[green]yes[/]' if within else '[red]no[/]',
+                      _fmt(row.get('service_cpu_ms'), 2),
+                      _fmt(row.get('inprocess_cpu_ms'), 2))
+    console.print(table)
 
 
 def _print_updates(console, rows, table_cls):
