@@ -32,7 +32,9 @@ def answer(selected: Sequence[HostState], ranking: Any,
     max_hosts = CONF.scheduler.max_attempts if return_alternates else 1
     # Enough hosts for every list, even if all chosen ones come first.
     alternates = ranking.best(max_hosts + len(selected))
-    ranking.apply_limits(list(selected) + alternates)
+    # Each host once (limits depend on the host only), chosen or not.
+    returned = {id(state): state for state in [*selected, *alternates]}
+    ranking.apply_limits(list(returned.values()))
     return selections(selected, alternates, max_hosts, source)
 
 

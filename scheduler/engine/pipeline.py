@@ -189,6 +189,8 @@ class Ranking:
             not _needs_prefilter(self.table, spec_obj))
         # The whole ranking of the last instance, kept (``_may_update``).
         self._weighing: Weighing | None = None
+        # The weights of ``_rows``, best first, when not kept.
+        self._sorted_weights = np.zeros(0)
         self._stamp = 0
         # The filters' counts when the last filtering left no host.
         self.refusal: list[tuple[str, int, int]] | None = None
@@ -208,18 +210,15 @@ class Ranking:
         (enough for a last sort: the full order only matters as the next
         input) unless the ranking is kept for the next instance anyway."""
         changed = self._changed()
-        weights = None
-        if changed is not None:
-            weights = self._rank_changed(index, changed)
-        if weights is None:
-            weights = self._rank_all(index, limit)
+        if changed is None or not self._rank_changed(index, changed):
+            self._rank_all(index, limit)
         self._stamp = self.table.stamp
         if not len(self):
             return
         if LOG.isEnabledFor(logging.DEBUG):
-            self._log_weighed(weights)
+            self._log_weighed(self._weights())
         if CONF.filter_scheduler.shuffle_best_same_weighed_hosts:
-            self._shuffle_best(weights)
+            self._shuffle_best(self._weights())
         if pick:
             subset = min(CONF.filter_scheduler.host_subset_size, len(self))
             self._move_to_front(self.pipeline.random.choice(range(subset)))
@@ -249,50 +248,44 @@ class Ranking:
         states = self.table.states
         return self.table.host_rows({states[row].host for row in changed})
 
-    def _rank_all(self, index: int, limit: int | None) -> np.ndarray:
-        """Filter and weigh every candidate; returns the weights, best
-        first."""
+    def _weights(self) -> np.ndarray:
+        """The candidates' total weights, best first."""
+        if self._weighing is not None:
+            return self._weighing.sorted_totals
+        return self._sorted_weights
+
+    def _rank_all(self, index: int, limit: int | None) -> None:
+        """Filter and weigh every candidate."""
         pipeline = self.pipeline
         rows, ran, history = pipeline.get_filtered_rows(
             self.rows, self.spec_obj, index)
-        self._add_limit_filters(ran, history, rows)
+        self._add_limit_filters(ran, history, len(rows))
         self._weighing = None
         if self._may_update and limit is None:
             weighing = pipeline.weighing(rows, self.spec_obj,
                                          self.multipliers)
             weighing.sort()
             self._weighing = weighing
-            return weighing.sorted_totals
-        if not len(rows):
+        elif not len(rows):
             self._rows = rows
-            return np.zeros(0)
-        self._rows, weights = pipeline.get_weighed_rows(
-            rows, self.spec_obj, limit, self.multipliers)
-        return weights
+            self._sorted_weights = np.zeros(0)
+        else:
+            self._rows, self._sorted_weights = pipeline.get_weighed_rows(
+                rows, self.spec_obj, limit, self.multipliers)
 
-    def _rank_changed(self, index: int, changed: np.ndarray
-                      ) -> np.ndarray | None:
+    def _rank_changed(self, index: int, changed: np.ndarray) -> bool:
         """Filter and weigh again only what ``changed`` may have changed
-        (see the class); returns the weights, best first, or None when
-        only ranking every candidate again gives Nova's result (a NaN
-        weight)."""
+        (see the class); False when only ranking every candidate again
+        gives Nova's result (a NaN weight).  The candidates' row array
+        is only built when a filter that is not ``host_local`` runs."""
         weighing = self._weighing
         assert weighing is not None  # ``changed`` comes from ``_changed``
-        rows = weighing.rows
-        changed = weighing.live_rows(changed)
-        kept, ran, history = self.pipeline.filter_handler.get_filtered_rows(
-            self.pipeline.filters, self.table, rows, self.spec_obj, index,
-            changed=changed)
-        self._add_limit_filters(ran, history, kept)
-        removed = np.zeros(0, dtype=np.intp)
-        if len(kept) < len(rows):
-            passing = np.zeros(len(self.table), dtype=bool)
-            passing[kept] = True
-            removed = rows[~passing[rows]]
-            changed = changed[passing[changed]]
-        if not weighing.update(changed, removed):
-            return None
-        return weighing.sorted_totals
+        found = self.pipeline.filter_handler.get_filtered_changed(
+            self.pipeline.filters, self.table, lambda: weighing.rows,
+            len(weighing), self.spec_obj, index,
+            weighing.live_rows(changed))
+        self._add_limit_filters(found.ran, found.history, found.passing)
+        return weighing.update(found.changed, found.removed)
 
     def log_refusal(self) -> None:
         """Log, as Nova does, the filter that left no host for the
@@ -304,12 +297,13 @@ class Ranking:
 
     def _add_limit_filters(self, ran: Sequence[filters.BaseHostFilter],
                            history: list[tuple[str, int, int]],
-                           rows: np.ndarray) -> None:
+                           passing: int) -> None:
         """Keep the filters whose limits to apply, and the filters'
-        counts when they left no row (``refusal``)."""
+        counts when they left no row (``passing``: how many passed;
+        ``refusal``)."""
         self.limit_filters.extend(f for f in ran
                                   if f not in self.limit_filters)
-        self.refusal = None if len(rows) else history
+        self.refusal = None if passing else history
 
     def _shuffle_best(self, weights: np.ndarray) -> None:
         """Shuffle the candidates tied at the best weight (a prefix)."""

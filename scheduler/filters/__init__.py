@@ -21,6 +21,7 @@ from oslo_log import log as logging
 
 from scheduler import exception
 from scheduler import loadables
+from scheduler.filters import forms
 from scheduler.observability import metrics
 from scheduler.view.rebuild import CHECK_TYPE_HINT
 from scheduler.view.rebuild import is_rebuild
@@ -59,6 +60,13 @@ class BaseHostFilter:
     def run_filter_for_index(self, index: int) -> bool:
         """Whether to run for instance ``index`` (0-based) of a request."""
         return not (self.run_filter_once_per_request and index > 0)
+
+    def passes_all(self, spec_obj: 'RequestSpec') -> bool:
+        """Whether every host passes for ``spec_obj`` as it is now (a
+        group filter for a request without a group of its policy), so
+        that the handler need not run the filter over the table's rows;
+        False (the default) when the hosts must be looked at."""
+        return False
 
     def _filter_one(self, host_state: 'HostState',
                     spec_obj: 'RequestSpec') -> bool:
@@ -227,8 +235,7 @@ class HostFilterHandler:
 
     def get_filtered_rows(self, filters: typing.Sequence[BaseHostFilter],
                           table: 'HostTable', rows: npt.NDArray[np.intp],
-                          spec_obj: 'RequestSpec', index: int = 0,
-                          changed: npt.NDArray[np.intp] | None = None
+                          spec_obj: 'RequestSpec', index: int = 0
                           ) -> 'Filtered':
         """``get_filtered_objects`` over a HostTable.
 
@@ -239,11 +246,6 @@ class HostFilterHandler:
         is logged at DEBUG only: whether it refuses the request is the
         driver's to say (``log_refusal``), as the hosts an instance
         already placed leaves for its alternates may be none.
-
-        ``changed``: when given, ``rows`` all passed these filters for
-        the previous instance of the request and only the hosts of
-        ``changed`` (a subset of ``rows``) changed since: a ``host_local``
-        filter then runs over those only, with the same result.
         """
         history = []
         ran: list[BaseHostFilter] = []
@@ -254,22 +256,9 @@ class HostFilterHandler:
             if not host_filter.run_filter_for_index(index):
                 continue
             before = len(rows)
-            if rebuild and not host_filter.RUN_ON_REBUILD:
-                pass
-            elif changed is not None and host_local(host_filter):
-                passed = self._filter_rows(host_filter, table, changed,
-                                           spec_obj, ran)
-                if len(passed) < len(changed):
-                    failed = np.setdiff1d(changed, passed)
-                    rows = rows[~np.isin(rows, failed)]
-                    changed = passed
-            else:
+            if not (rebuild and not host_filter.RUN_ON_REBUILD):
                 rows = self._filter_rows(host_filter, table, rows, spec_obj,
                                          ran)
-                if changed is not None and len(rows) < before:
-                    kept = np.zeros(len(table), dtype=bool)
-                    kept[rows] = True
-                    changed = changed[kept[changed]]
             history.append((type(host_filter).__name__, before, len(rows)))
             if not len(rows):
                 LOG.debug('Filter %s returned 0 hosts', history[-1][0])
@@ -277,24 +266,89 @@ class HostFilterHandler:
         metrics.filtered(history)
         return Filtered(rows, ran, history)
 
+    def get_filtered_changed(self, filters: typing.Sequence[BaseHostFilter],
+                             table: 'HostTable',
+                             candidates: typing.Callable[
+                                 [], npt.NDArray[np.intp]],
+                             count: int, spec_obj: 'RequestSpec',
+                             index: int, changed: npt.NDArray[np.intp]
+                             ) -> 'Refiltered':
+        """``get_filtered_rows`` for a later instance of a request whose
+        ``count`` candidate rows (``candidates()``, an intp array) all
+        passed these filters for the previous instance, of which only
+        the hosts of ``changed`` (a subset) changed since: a
+        ``host_local`` filter runs over those only, with the same result
+        (docs/multi-instance.rst).  ``candidates`` is called only when a
+        filter that is not ``host_local`` runs (or a rebuild check).
+        Returns a ``Refiltered``: the rows of ``changed`` that still
+        pass, the candidate rows that no longer do, the filters that ran
+        as ``host_mask`` and the per-filter counts.
+        """
+        history = []
+        ran: list[BaseHostFilter] = []
+        rows = None         # the candidates, once a filter needed them
+        failed: list[npt.NDArray[np.intp]] = []
+        rebuild = (spec_obj.get_scheduler_hint(CHECK_TYPE_HINT) is not None
+                   and is_rebuild(spec_obj, table.states_at(candidates())))
+        for host_filter in filters:
+            if not host_filter.run_filter_for_index(index):
+                continue
+            before = count
+            if rebuild and not host_filter.RUN_ON_REBUILD:
+                pass
+            elif host_local(host_filter) or _passes_all(host_filter,
+                                                        spec_obj):
+                passed = self._filter_rows(host_filter, table, changed,
+                                           spec_obj, ran)
+                if len(passed) < len(changed):
+                    lost = np.setdiff1d(changed, passed)
+                    count -= len(lost)
+                    if rows is None:
+                        failed.append(lost)
+                    else:
+                        rows = rows[~np.isin(rows, lost)]
+                    changed = passed
+            else:
+                if rows is None:
+                    rows = forms.without(candidates(), failed)
+                rows = self._filter_rows(host_filter, table, rows, spec_obj,
+                                         ran)
+                count = len(rows)
+                if count < before:
+                    changed = changed[forms.member(changed, rows, len(table))]
+            history.append((type(host_filter).__name__, before, count))
+            if not count:
+                LOG.debug('Filter %s returned 0 hosts', history[-1][0])
+                break
+        metrics.filtered(history)
+        if rows is None:
+            removed = (np.concatenate(failed) if failed
+                       else np.zeros(0, dtype=np.intp))
+        else:
+            everyone = candidates()
+            removed = everyone[~forms.member(everyone, rows,
+                                                 len(table))]
+        return Refiltered(changed, removed, ran, history, count)
+
     def _filter_rows(self, host_filter: BaseHostFilter, table: 'HostTable',
                      rows: npt.NDArray[np.intp], spec_obj: 'RequestSpec',
                      ran: list[BaseHostFilter]) -> npt.NDArray[np.intp]:
+        found = forms.forms(host_filter)
+        if found.passes_all and host_filter.passes_all(spec_obj):
+            ran.append(host_filter)
+            return rows
         mask = None
-        if loadables.fast_form_applies(host_filter, 'host_mask',
-                                       _REFERENCE):
+        if found.host_mask:
             mask = host_filter.host_mask(table, rows, spec_obj)
         if mask is not None:
             ran.append(host_filter)
             return rows[mask]
         key = None
-        if loadables.fast_form_applies(host_filter, 'memo_key',
-                                       _REFERENCE):
+        if found.memo_key:
             key = host_filter.memo_key(spec_obj)
         if key is not None:
             scope = None
-            if loadables.fast_form_applies(host_filter, 'memo_scope',
-                                           _REFERENCE):
+            if found.memo_scope:
                 scope = host_filter.memo_scope(spec_obj)
             return rows[table.memo(
                 host_filter, key,
@@ -311,17 +365,33 @@ class HostFilterHandler:
 
 
 # The per-host methods a fast form must stand for.
-_REFERENCE = ('host_passes', 'filter_all', '_filter_one')
-# ... and ``HOST_LOCAL``, which speaks for the fast forms too.
-_LOCAL_REFERENCE = _REFERENCE + ('host_mask', 'memo_key', 'memo_scope')
+_REFERENCE = forms.REFERENCE
 
 
 def host_local(host_filter: BaseHostFilter) -> bool:
     """Whether ``host_filter`` is ``HOST_LOCAL``, as declared by the class
     defining how it filters or a subclass of it (a plug-in overriding
     ``host_passes`` of a built-in filter is not assumed local)."""
-    return bool(host_filter.HOST_LOCAL) and loadables.fast_form_applies(
-        host_filter, 'HOST_LOCAL', _LOCAL_REFERENCE)
+    return bool(host_filter.HOST_LOCAL) and forms.forms(host_filter).host_local
+
+
+def _passes_all(host_filter: BaseHostFilter,
+                spec_obj: 'RequestSpec') -> bool:
+    """``host_filter.passes_all(spec_obj)``, when declared by the class
+    defining how the filter filters (or a subclass of it)."""
+    return forms.forms(host_filter).passes_all and host_filter.passes_all(
+        spec_obj)
+
+
+class Refiltered(typing.NamedTuple):
+    """What ``HostFilterHandler.get_filtered_changed`` returns."""
+
+    changed: npt.NDArray[np.intp]
+    removed: npt.NDArray[np.intp]
+    ran: list[BaseHostFilter]
+    history: list[tuple[str, int, int]]
+    # How many candidates pass.
+    passing: int
 
 
 class Filtered(typing.NamedTuple):

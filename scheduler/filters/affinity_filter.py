@@ -147,6 +147,10 @@ class _GroupAntiAffinityFilter(filters.BaseHostFilter):
                       {'host_state': host_state})
         return passes
 
+    def passes_all(self, spec_obj):
+        group = spec_obj.get('instance_group')
+        return group is None or group.policy_name != self.policy_name
+
     def host_mask(self, table, rows, spec_obj):
         group = spec_obj.get('instance_group')
         if group is None or group.policy_name != self.policy_name:
@@ -181,6 +185,8 @@ def _on_hosts(table, rows, hosts):
     ``hosts`` (looked up one by one when the rows are fewer, as when a
     request's later instances filter only the hosts they consumed
     from)."""
+    if len(rows) == 1:
+        return np.array([table.states[int(rows[0])].host in hosts])
     if len(rows) < len(hosts):
         names = set(hosts)
         states = table.states
@@ -229,6 +235,11 @@ class _GroupAffinityFilter(filters.BaseHostFilter):
             return True
         hosts = group.host_list()
         return not hosts or host_state.host in hosts
+
+    def passes_all(self, spec_obj):
+        group = spec_obj.get('instance_group')
+        return (group is None or group.policy_name != self.policy_name or
+                not group.host_list())
 
     def host_mask(self, table, rows, spec_obj):
         group = spec_obj.get('instance_group')

@@ -54,6 +54,9 @@ class AvailabilityZoneFilter(filters.BaseHostFilter):
         return 'not in availability zone %s' % spec_obj.get(
             'availability_zone')
 
+    def passes_all(self, spec_obj):
+        return not spec_obj.get('availability_zone')
+
     def host_mask(self, table, rows, spec_obj):
         if not spec_obj.get('availability_zone'):
             return np.ones(len(rows), dtype=bool)

@@ -61,16 +61,13 @@ class ClaimCapacityFilter(filters.BaseHostFilter):
             CLAIMED_NOUNS[item[0]] for item in lacking)
 
     def host_mask(self, table, rows, spec_obj):
-        columns = table.columns
-
-        def get(name):
-            return columns[name][rows]
-
+        get, single = overcommit.column_reader(table, rows)
         amounts = capacity.claim_amounts(spec_obj)
         whole = get('whole_node')
-        if whole.any():
+        if whole if single else whole.any():
             # A bare-metal node's claim is its whole size.
-            amounts = capacity.Amounts(*(
-                np.where(whole, node, asked) for node, asked in zip(
-                    capacity.whole_node_amounts(get), amounts, strict=True)))
-        return capacity.claim_fits(get, amounts)
+            node = capacity.whole_node_amounts(get)
+            amounts = node if single else capacity.Amounts(*(
+                np.where(whole, size, asked) for size, asked in zip(
+                    node, amounts, strict=True)))
+        return overcommit.as_mask(capacity.claim_fits(get, amounts), single)

@@ -75,7 +75,7 @@ class ComputeFilter(filters.BaseHostFilter):
         return 'disabled' if service.get('disabled') else 'down'
 
     def host_mask(self, table, rows, spec_obj):
-        mask = (table.up_mask(timeutils.utcnow())[rows] &
+        mask = (table.up_mask(timeutils.utcnow(), rows) &
                 ~table.columns['disabled'][rows])
         if not mask.all():
             LOG.debug('%d host(s) are disabled, down or without a compute '

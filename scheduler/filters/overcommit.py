@@ -92,6 +92,29 @@ def allocation_ratio_rows(host_filter: typing.Any, table: 'HostTable',
                        dtype=float, count=len(rows))
 
 
+def column_reader(table: 'HostTable', rows: npt.NDArray[np.intp]
+                  ) -> tuple[typing.Callable[[str], typing.Any], bool]:
+    """``(get, single)``: ``get(name)`` reads column ``name`` of ``rows``
+    of ``table``: an array, or, when ``single`` (one row, as a later
+    instance of a request filters the host it consumed from), that
+    row's value as a Python scalar: the same floating-point rules cost
+    less on scalars than on one-element arrays (results are the same:
+    a float64 element is an IEEE double either way)."""
+    columns = table.columns
+    if len(rows) == 1:
+        row = int(rows[0])
+        return (lambda name: columns[name][row].item()), True
+    return (lambda name: columns[name][rows]), False
+
+
+def as_mask(result: typing.Any, single: bool) -> npt.NDArray[np.bool_]:
+    """A bool array of a ``host_mask`` computed with ``column_reader``:
+    ``result`` as is, or one element when ``single``."""
+    if single:
+        return np.array([bool(result)])
+    return typing.cast('npt.NDArray[np.bool_]', result)
+
+
 def _declared_with(obj: object, flag: str, method: str) -> bool:
     return bool(getattr(obj, flag, False)) and loadables.fast_form_applies(
         obj, flag, (method,))
@@ -168,13 +191,16 @@ class OvercommitFilter(filters.BaseHostFilter):
     def host_mask(self, table: 'HostTable', rows: npt.NDArray[np.intp],
                   spec_obj: 'RequestSpec') -> npt.NDArray[np.bool_]:
         measure = self.measure
-        columns = table.columns
-        total = measure.total(lambda name: columns[name][rows])
-        used = measure.in_use(lambda name: columns[name][rows], total)
-        ratio = allocation_ratio_rows(self, table, rows, spec_obj,
-                                      measure.ratio)
-        return typing.cast('npt.NDArray[np.bool_]', capacity.filter_fits(
-            measure, total, used, ratio, getattr(spec_obj, measure.request)))
+        get, single = column_reader(table, rows)
+        total = measure.total(get)
+        used = measure.in_use(get, total)
+        ratio: typing.Any = allocation_ratio_rows(self, table, rows, spec_obj,
+                                                  measure.ratio)
+        if single:
+            ratio = ratio[0].item()
+        return as_mask(capacity.filter_fits(
+            measure, total, used, ratio, getattr(spec_obj, measure.request)),
+            single)
 
     def apply_limits(self, host_state: 'HostState',
                      spec_obj: 'RequestSpec') -> None:

@@ -41,6 +41,9 @@ class RetryFilter(filters.BaseHostFilter):
         return 'node %s:%s already tried for this request (retry)' % (
             host_state.host, host_state.nodename)
 
+    def passes_all(self, spec_obj):
+        return spec_obj.get('retry') is None
+
     def host_mask(self, table, rows, spec_obj):
         retry = spec_obj.get('retry')
         if retry is None:

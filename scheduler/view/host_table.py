@@ -62,7 +62,8 @@ def _heartbeat_us(state: HostState) -> int:
     last = servicegroup.last_heartbeat(state.service or {})
     if last is None:
         return _NO_HEARTBEAT
-    return (last - _EPOCH) // datetime.timedelta(microseconds=1)
+    since = last - _EPOCH   # exact: ``since // timedelta(microseconds=1)``
+    return (since.days * 86400 + since.seconds) * 1000000 + since.microseconds
 
 
 # column name -> (dtype, value of a HostState).  Sizes as in HostState:
@@ -129,6 +130,12 @@ class HostTable:
             name: np.fromiter((get(s) for s in self.states), dtype=dtype,
                               count=size)
             for name, (dtype, get) in COLUMNS.items()}
+        # (column array, getter) of the columns ``sync`` copies.
+        self._copied = {
+            part: [(self.columns[name], get)
+                   for name, (_dtype, get) in columns.items()]
+            for part, columns in (('all', COLUMNS),
+                                  ('service', SERVICE_COLUMNS))}
         self._memos: dict[object, collections.OrderedDict] = {}
         self._groupings: dict[_Scope, _Grouping] = {}
         # Bumped with any version: ``memo`` reuses the codes it gave for
@@ -166,13 +173,13 @@ class HostTable:
         (also bumps ``aggregate_version``) or ``'service'`` (copies the
         service columns only; no version changes).  O(len(states)).
         """
-        columns = SERVICE_COLUMNS if part == 'service' else COLUMNS
+        copied = self._copied['service' if part == 'service' else 'all']
         for state in states:
             row = self.row_of.get((state.host, state.nodename))
             if row is None or self.states[row] is not state:
                 continue
-            for name, (_dtype, get) in columns.items():
-                self.columns[name][row] = get(state)
+            for column, get in copied:
+                column[row] = get(state)
             if part == 'service':
                 continue
             self.row_version[row] += 1
@@ -229,6 +236,11 @@ class HostTable:
     def host_rows(self, hosts: Iterable[str]) -> np.ndarray:
         """Sorted array of the rows of every node of the service hosts
         ``hosts`` (exact names)."""
+        hosts = list(hosts)
+        if len(hosts) == 1:
+            # A host's rows are listed in increasing order.
+            return np.array(self.rows_by_host.get(hosts[0], ()),
+                            dtype=np.intp)
         found = [row for host in hosts
                  for row in self.rows_by_host.get(host, ())]
         return np.unique(np.asarray(found, dtype=np.intp))
@@ -247,23 +259,33 @@ class HostTable:
                 counts[row] += 1
         return counts
 
-    def heartbeat_age_us(self, now: datetime.datetime) -> np.ndarray:
+    def heartbeat_age_us(self, now: datetime.datetime,
+                         rows: np.ndarray | None = None) -> np.ndarray:
         """int64 array: microseconds between ``now`` (naive UTC) and each
-        host's last heartbeat, as ``servicegroup.service_is_up`` measures
-        it (absolute value); hosts without one get the largest int64."""
+        host's last heartbeat (of ``rows``, an intp array, else of every
+        row), as ``servicegroup.service_is_up`` measures it (absolute
+        value); hosts without one get the largest int64."""
         now_us = (now - _EPOCH) // datetime.timedelta(microseconds=1)
         beats = self.columns['heartbeat_us']
+        if rows is not None:
+            beats = beats[rows]
         age = np.abs(now_us - beats)
         age[beats == _NO_HEARTBEAT] = np.iinfo(np.int64).max
         return age
 
-    def up_mask(self, now: datetime.datetime) -> np.ndarray:
-        """bool array: which hosts have a compute service that is up at
-        ``now`` (naive UTC), as ``servicegroup.service_is_up`` decides:
-        not forced down, heartbeat within ``service_down_time``."""
+    def up_mask(self, now: datetime.datetime,
+                rows: np.ndarray | None = None) -> np.ndarray:
+        """bool array: which hosts (of ``rows``, an intp array, else every
+        row) have a compute service that is up at ``now`` (naive UTC), as
+        ``servicegroup.service_is_up`` decides: not forced down,
+        heartbeat within ``service_down_time``."""
         columns = self.columns
-        return (columns['has_service'] & ~columns['forced_down'] &
-                (self.heartbeat_age_us(now) <=
+        has_service, forced_down = (columns['has_service'],
+                                    columns['forced_down'])
+        if rows is not None:
+            has_service, forced_down = has_service[rows], forced_down[rows]
+        return (has_service & ~forced_down &
+                (self.heartbeat_age_us(now, rows) <=
                  servicegroup.service_down_time() * 1000000))
 
     def memo(self, owner: object, key: Hashable, fn: _Fn, rows: np.ndarray,

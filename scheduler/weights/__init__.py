@@ -274,15 +274,15 @@ def host_local(weigher: BaseHostWeigher) -> bool:
 def _raw_weights(weigher: BaseHostWeigher, table: 'HostTable', rows: _Rows,
                  weight_properties: 'RequestSpec') -> _Floats:
     values: npt.ArrayLike | None = None
-    if weigher.column is not None and loadables.fast_form_applies(
-            weigher, 'column', _REFERENCE):
+    column, weigh_rows, memo_key = _forms(weigher)
+    if weigher.column is not None and column:
         values = table.columns[weigher.column][rows]
-    elif loadables.fast_form_applies(weigher, 'weigh_rows', _REFERENCE):
+    elif weigh_rows:
         values = weigher.weigh_rows(table, rows, weight_properties)
     if values is not None:
         return np.asarray(values, dtype=np.float64)
     key = None
-    if loadables.fast_form_applies(weigher, 'memo_key', _REFERENCE):
+    if memo_key:
         key = weigher.memo_key(weight_properties)
     if key is not None:
         weigh = per_host_method(weigher)
@@ -293,6 +293,22 @@ def _raw_weights(weigher: BaseHostWeigher, table: 'HostTable', rows: _Rows,
     weighed = [WeighedHost(state, 0.0) for state in table.states_at(rows)]
     return np.asarray(weigher.weigh_objects(weighed, weight_properties),
                       dtype=np.float64)
+
+
+# Weigher class -> whether its ``column``, ``weigh_rows`` and ``memo_key``
+# stand for its per-host methods (``loadables.fast_form_applies``), found
+# once per class (a request's instances ask for each weigher).
+_FORMS: dict[type, tuple[bool, bool, bool]] = {}
+
+
+def _forms(weigher: BaseHostWeigher) -> tuple[bool, bool, bool]:
+    forms = _FORMS.get(type(weigher))
+    if forms is None:
+        column, weigh_rows, memo_key = (
+            loadables.fast_form_applies(weigher, name, _REFERENCE)
+            for name in ('column', 'weigh_rows', 'memo_key'))
+        forms = _FORMS[type(weigher)] = (column, weigh_rows, memo_key)
+    return forms
 
 
 def _table_multipliers(weigher: BaseHostWeigher,

@@ -56,6 +56,7 @@ class _Term:
         self.weigher = weigher
         self.raw = np.array(self.clamp(raw), dtype=np.float64)
         self.factors = factors
+        self.scalar_factors = np.ndim(factors) == 0
         # As Nova's min() and max(): a NaN weight makes the bound NaN
         # (and the Weighing not updatable); after removals the removed
         # slots' NaN are ignored instead (``update``).
@@ -117,6 +118,40 @@ class _Term:
         factors = (self.factors if np.ndim(self.factors) == 0
                    else self.factors[slots])
         self.values[slots] = normalized_term(raw, lo, hi, factors)
+        return False
+
+    def update_one(self, slot: int, raw: float) -> bool:
+        """``update`` of one slot, nothing removed, with the same
+        floating-point operations on Python floats (IEEE doubles, as the
+        arrays' elements)."""
+        weigher = self.weigher
+        if weigher.minval is not None and raw < weigher.minval:
+            raw = float(weigher.minval)
+        if weigher.maxval is not None and raw > weigher.maxval:
+            raw = float(weigher.maxval)
+        before = float(self.raw[slot])
+        if before == raw:
+            return False    # a weight the consumption does not change
+        self.raw[slot] = raw
+        lo, hi = self.lo, self.hi
+        if weigher.minval is None:
+            self.lo, self.lo_count = _track(lo, self.lo_count, [before],
+                                            [raw], float.__lt__)
+            if not self.lo_count:
+                self.lo, self.lo_count = self._observe(np.fmin, None)
+        if weigher.maxval is None:
+            self.hi, self.hi_count = _track(hi, self.hi_count, [before],
+                                            [raw], float.__gt__)
+            if not self.hi_count:
+                self.hi, self.hi_count = self._observe(np.fmax, None)
+        if self.lo != lo or self.hi != hi:
+            self.values = normalized_term(self.raw, self.lo, self.hi,
+                                          self.factors)
+            return True
+        factor = (self.factors if self.scalar_factors
+                  else self.factors[slot])
+        self.values[slot] = (factor * 0.0 if lo == hi else
+                             factor * ((raw - lo) / float(hi - lo)))
         return False
 
 
@@ -244,6 +279,8 @@ class Weighing:
         weighing gives Nova's result."""
         slots = self._slots(changed)
         gone = self._slots(removed)
+        if len(slots) == 1 and not len(gone):
+            return self._update_one(slots)
         live_rows = self.slot_rows[slots]
         raws = [np.asarray(self.raw_weights(term.weigher, self.table,
                                             live_rows, self.spec_obj),
@@ -271,6 +308,33 @@ class Weighing:
             self._reinsert(slots)
         return True
 
+    def _update_one(self, slots: _Rows) -> bool:
+        """``update`` of one changed candidate, nothing removed (the
+        usual later instance: the host it took), on Python floats."""
+        slot = int(slots[0])
+        rows = self.slot_rows[slots]
+        raws = [float(self.raw_weights(term.weigher, self.table, rows,
+                                       self.spec_obj)[0])
+                for term in self.terms]
+        if (not all(term.updatable() for term in self.terms) or
+                any(raw != raw for raw in raws)):   # NaN
+            return False
+        resummed = False
+        for term, raw in zip(self.terms, raws, strict=True):
+            resummed |= term.update_one(slot, raw)
+        if len(self.order) <= 1:
+            self.keys = np.zeros(len(self.order))
+        elif resummed:
+            self._sum_all()
+            self.sort()
+        else:
+            total = 0.0
+            for term in self.terms:
+                total += float(term.values[slot])
+            self.totals[slot] = total
+            self._reinsert(slots)
+        return True
+
     def _slots(self, rows: _Rows) -> _Rows:
         """The live slots of ``rows`` (rows that are not candidates are
         left out)."""
@@ -279,7 +343,11 @@ class Weighing:
         return slots[self.live[slots]]
 
     def _reinsert(self, slots: _Rows) -> None:
-        """Re-rank after a change of ``slots``' totals only."""
+        """Re-rank after a change of ``slots``' totals only (none: only
+        removals, which leave a sorted order sorted: a stable sort would
+        not move anything)."""
+        if not len(slots) and bool((self.keys[:-1] <= self.keys[1:]).all()):
+            return
         if (len(slots) != 1 or self.order[0] != slots[0] or
                 np.isnan(self.totals[slots[0]])):
             self.sort()
