@@ -34,13 +34,16 @@ def version():
         return 'unknown'
 
 
-def parse_args(argv, default_config_files=None, messaging=True):
+def parse_args(argv, default_config_files=None, messaging=True,
+               terminal=None):
     """Parse ``argv`` into CONF and set up logging for the service.
 
     ``messaging=False`` leaves oslo.messaging unimported (its defaults,
     ``scheduler.rpc.set_defaults``, unset): for commands that send
     nothing, whose start-up it would slow down; one that then sends
-    calls ``rpc.set_defaults()`` itself first.
+    calls ``rpc.set_defaults()`` itself first.  ``terminal``
+    (``'stderr'`` or ``'stdout'``), for a command-line tool: see
+    ``log_to_terminal``.
     """
     register_log_options()
     if messaging:
@@ -51,8 +54,20 @@ def parse_args(argv, default_config_files=None, messaging=True):
         rpc.set_defaults()
     CONF(argv, project='scheduler', version=version(),
          default_config_files=default_config_files)
+    if terminal is not None:
+        log_to_terminal(terminal)
     logging.setup(CONF, 'scheduler')
     escape_unencodable(std_logging.getLogger())
+
+
+def log_to_terminal(stream):
+    """A command-line tool's logging, once the configuration is parsed:
+    to ``[DEFAULT] log_file`` (or ``log_dir``) alone when one is set, as
+    the service logs; else to ``stream`` (``'stderr'`` or ``'stdout'``).
+    oslo.log's ``use_stderr`` (True by default) would also copy every
+    line to the terminal; setting it in the configuration still does."""
+    to_file = bool(CONF.log_file or CONF.log_dir)
+    CONF.set_default('use_stderr', stream == 'stderr' and not to_file)
 
 
 def _escaped(text):

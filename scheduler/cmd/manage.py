@@ -10,6 +10,8 @@ Usage::
                                                  remove-host|set-metadata|
                                                  list|show ...
     scheduler-manage [--config-file F] explain [--spec FILE | --vcpus N ...]
+    scheduler-manage [--config-file F] server boot [--vcpus N ...]
+    scheduler-manage [--config-file F] server delete HOST INSTANCE
     scheduler-manage help [COMMAND]
 
 ``db sync`` creates or upgrades the schema of ``[database] connection``
@@ -26,6 +28,9 @@ commands (``scheduler.cmd.manage_hosts``,
 ``scheduler.cmd.manage_aggregates``) manage the compute services,
 compute nodes and aggregates of the standalone schema, and refuse to run
 in Nova database mode, where Nova's own tables are authoritative.
+``server boot`` asks the running schedulers for hosts as Nova's
+conductor does, and ``server delete`` tells them an instance is gone
+(``scheduler.cmd.manage_servers``).
 
 Every command but ``help`` refuses to run, with one line on stderr and
 exit status 1, when no ``[database] connection`` is configured (the
@@ -42,7 +47,10 @@ listing and showing ones, ``explain`` included, take openstackclient's
 ``-c/--column COLUMN``.  oslo.config reads the
 ``--config-file``/``--config-dir`` given before the command.  Exit
 status: 0 on success, 1 when a command fails or is refused, 2 for a
-command line that cannot be parsed (usage on stderr).
+command line that cannot be parsed (usage on stderr), 3 when ``explain``
+or ``server boot`` finds no host for the request (NoValidHost).
+Logging goes to ``[DEFAULT] log_file`` alone when it is set
+(``scheduler.config.log_to_terminal``).
 
 The database layer, alembic, oslo.messaging and the engine are imported
 when a command runs and needs them: ``--help`` starts without any of
@@ -65,6 +73,7 @@ from scheduler.cmd import manage_aggregates
 from scheduler.cmd import manage_common
 from scheduler.cmd import manage_explain
 from scheduler.cmd import manage_hosts
+from scheduler.cmd import manage_servers
 from scheduler.conf import CONF
 
 LOG = logging.getLogger(__name__)
@@ -120,6 +129,7 @@ COMMANDS: dict[str, type[command.Command]] = {
     **manage_hosts.COMMANDS,
     **manage_aggregates.COMMANDS,
     **manage_explain.COMMANDS,
+    **manage_servers.COMMANDS,
 }
 
 
@@ -216,14 +226,15 @@ class ManageApp(app.App):
         # in-process) would refuse oslo.log's command-line options.
         CONF.clear()
         config.register_log_options()
-        CONF.set_default('use_stderr',
-                         not getattr(cmd, 'logs_to_stdout', False))
         CONF.set_default('default_log_levels',
                          logging.get_default_log_levels()
                          + quiet_log_levels(cmd))
         # oslo.messaging's defaults are set by the commands that send
         # (``StandaloneCommand.tell_schedulers``), which import it.
-        config.parse_args(args, messaging=False)
+        # The log file alone when one is set (``config.log_to_terminal``).
+        terminal = ('stdout' if getattr(cmd, 'logs_to_stdout', False)
+                    else 'stderr')
+        config.parse_args(args, messaging=False, terminal=terminal)
 
 
 def quiet_log_levels(cmd):

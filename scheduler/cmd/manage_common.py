@@ -55,6 +55,10 @@ AGGREGATE = ('aggregate', {'metavar': 'AGGREGATE',
 # The formatters that print a structured value as its table text.
 TEXT_FORMATS = ('csv', 'value')
 
+# The exit status of a request that no host can take (NoValidHost):
+# ``explain``'s dry run and ``server boot``.
+NO_VALID_HOST = 3
+
 # Connection retries of a cast before it is given up (oslo.messaging's
 # default, None, retries for ever).
 CAST_RETRIES = 2

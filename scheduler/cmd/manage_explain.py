@@ -26,6 +26,11 @@ json|yaml|value|shell`` and ``-c FIELD`` (repeatable) give the fields of
 and as JSON text in a table or ``value`` output; ``-f table -c FIELD``
 is a Field/Value table of those fields.
 
+Exit status: 0 when the request would be placed (every instance),
+``manage_common.NO_VALID_HOST`` (3) when it would fail with NoValidHost,
+whatever the format; 1 when it cannot be read or explained.  Its
+warnings (a host down...) go to ``[DEFAULT] log_file`` alone when set.
+
 The engine, the objects and Placement are imported when the command
 runs, not when ``scheduler-manage`` starts.
 """
@@ -92,6 +97,30 @@ def spec_from_flags(args: typing.Any) -> typing.Any:
         scheduler_hints=hints or None, image=image)
 
 
+def add_request_arguments(parser: typing.Any) -> None:
+    """The flags of a request (``spec_from_flags``'s): flavor sizes,
+    extra specs, image properties, hints, zone, instances, project."""
+    parser.add_argument('--vcpus', type=int, metavar='N',
+                        help='default: 1')
+    parser.add_argument('--memory-mb', type=int, metavar='MiB',
+                        help='default: 512')
+    parser.add_argument('--disk-gb', type=int, metavar='GiB',
+                        help='root disk; default: 0')
+    parser.add_argument('--ephemeral-gb', type=int, metavar='GiB',
+                        help='default: 0')
+    parser.add_argument('--swap', type=int, metavar='MiB',
+                        help='default: 0')
+    for flag, what in (('--extra-spec', 'a flavor extra spec'),
+                       ('--image-property', 'an image property'),
+                       ('--hint', 'a scheduler hint')):
+        parser.add_argument(flag, action='append', metavar='K=V',
+                            help='%s (repeatable)' % what)
+    parser.add_argument('--availability-zone', metavar='AZ')
+    parser.add_argument('--num-instances', type=int, metavar='N',
+                        help='default: 1')
+    parser.add_argument('--project-id', metavar='ID')
+
+
 def spec_from_file(context: typing.Any, path: str) -> typing.Any:
     """The RequestSpec of a primitive (JSON) in ``path``.
 
@@ -120,6 +149,12 @@ def failures() -> tuple[type[Exception], ...]:
     from scheduler import exception
 
     return (OSError, ValueError, exception.SchedulerException)
+
+
+def fits(result: explain_engine.Explanation) -> bool:
+    """Whether every instance of the request got a host (else the
+    service would answer NoValidHost)."""
+    return len(result.chosen) >= result.request['num_instances']
 
 
 class Structured(columns.FormattableColumn):
@@ -158,7 +193,9 @@ class Explain(manage_common.DatabaseCommand, show.ShowOne):
         'fail the fewest filters and what they lack.  In Placement mode, '
         'first how many compute nodes each requirement of the request\'s '
         'allocation candidates query eliminates and the nearest misses '
-        '(Placement\'s database is read; its API is not asked).')
+        '(Placement\'s database is read; its API is not asked).  Exit '
+        'status: 0 when the request would be placed, 3 when it would fail '
+        '(NoValidHost), 1 when it cannot be read or explained.')
 
     def get_description(self) -> str:
         return '%s\n\n%s' % (super().get_description(), self.details)
@@ -168,33 +205,20 @@ class Explain(manage_common.DatabaseCommand, show.ShowOne):
         parser.add_argument('--spec', metavar='FILE',
                             help='a RequestSpec primitive (JSON) as a caller '
                             'sends it; excludes the request flags')
-        parser.add_argument('--vcpus', type=int, metavar='N',
-                            help='default: 1')
-        parser.add_argument('--memory-mb', type=int, metavar='MiB',
-                            help='default: 512')
-        parser.add_argument('--disk-gb', type=int, metavar='GiB',
-                            help='root disk; default: 0')
-        parser.add_argument('--ephemeral-gb', type=int, metavar='GiB',
-                            help='default: 0')
-        parser.add_argument('--swap', type=int, metavar='MiB',
-                            help='default: 0')
-        for flag, what in (('--extra-spec', 'a flavor extra spec'),
-                           ('--image-property', 'an image property'),
-                           ('--hint', 'a scheduler hint')):
-            parser.add_argument(flag, action='append', metavar='K=V',
-                                help='%s (repeatable)' % what)
-        parser.add_argument('--availability-zone', metavar='AZ')
-        parser.add_argument('--num-instances', type=int, metavar='N',
-                            help='default: 1')
-        parser.add_argument('--project-id', metavar='ID')
+        add_request_arguments(parser)
         self._parser = parser
         return parser
 
     def run(self, parsed_args) -> int:
+        """0 when the request would be placed, ``NO_VALID_HOST`` (3) when
+        it would fail, 1 when it cannot be read or explained."""
         try:
-            return super().run(parsed_args)
+            status = super().run(parsed_args)
         except failures() as exc:
             return self.refuse(str(exc))
+        if status == 0 and self.result is not None and not fits(self.result):
+            return manage_common.NO_VALID_HOST
+        return status
 
     def take_action(self, parsed_args):
         from scheduler import context as scheduler_context

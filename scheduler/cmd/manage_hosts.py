@@ -11,13 +11,18 @@ hosts that have no ``nova-compute`` of their own.  The writes are
 ``scheduler-manage --help`` does not load the database layer).
 """
 
+import signal
+import time
 import typing
 
 from cliff import command
+from oslo_log import log as logging
 
 from scheduler.cmd import manage_common
 from scheduler.conf import CONF
 from scheduler.resources import ratios
+
+LOG = logging.getLogger(__name__)
 
 ZONE_KEY = 'availability_zone'
 
@@ -280,12 +285,16 @@ class HostDelete(manage_common.StandaloneCommand):
 
 
 class HostHeartbeat(manage_common.StandaloneCommand):
-    """Stamp compute services as alive now."""
+    """Stamp compute services as alive now (once, or every SECONDS)."""
 
     details = ('Records a heartbeat of the nova-compute services of the '
                'hosts named (or of every host with --all), as a running '
                'nova-compute does every report_interval: report_count + '
-               '1, last_seen_up and updated_at now.\n\n' + HEARTBEAT_HELP)
+               '1, last_seen_up and updated_at now.  With --every it keeps '
+               'beating in the foreground, a stand-in agent, until '
+               'interrupted (Ctrl-C, SIGTERM: exit status 0) or for '
+               '--for SECONDS; a beat the database refuses is logged and '
+               'the next one tried.\n\n' + HEARTBEAT_HELP)
 
     arguments = (('hosts', {'nargs': '*', 'metavar': 'HOST',
                               'help': 'service host names'}),)
@@ -293,22 +302,73 @@ class HostHeartbeat(manage_common.StandaloneCommand):
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument('--all', action='store_true',
-                            help='every compute service')
+                            help='every compute service (those added '
+                            'later too, with --every)')
+        parser.add_argument('--every', type=_seconds, metavar='SECONDS',
+                            help='beat again every SECONDS (less than '
+                            'service_down_time), in the foreground')
+        parser.add_argument('--for', dest='duration', type=_seconds,
+                            metavar='SECONDS',
+                            help='with --every: stop after SECONDS '
+                            '(default: until interrupted)')
         self._parser = parser
         return parser
 
     def take_action(self, parsed_args):
-        from scheduler.db import hosts
-
         if parsed_args.all == bool(parsed_args.hosts):
             self._parser.error('name hosts, or give --all (not both)')
+        if parsed_args.duration is not None and parsed_args.every is None:
+            self._parser.error('--for needs --every')
         wanted = None if parsed_args.all else parsed_args.hosts
-        stamped = hosts.heartbeat_compute_services(self.context(), wanted)
-        missing = sorted(set(wanted or ()) - set(stamped))
-        if missing:
-            from scheduler import exception
+        context = self.context()
+        _beat(context, wanted)
+        if parsed_args.every is not None:
+            _keep_beating(context, wanted, parsed_args.every,
+                          parsed_args.duration)
 
-            raise exception.ComputeHostNotFound(host=', '.join(missing))
+
+def _seconds(text):
+    value = float(text)
+    if not value > 0:
+        raise ValueError(text)
+    return value
+
+
+def _beat(context, wanted):
+    """One heartbeat of ``wanted`` (host names; None: every host).
+
+    :raises scheduler.exception.ComputeHostNotFound: a host named has no
+        compute service.
+    """
+    from scheduler.db import hosts
+
+    stamped = hosts.heartbeat_compute_services(context, wanted)
+    missing = sorted(set(wanted or ()) - set(stamped))
+    if missing:
+        from scheduler import exception
+
+        raise exception.ComputeHostNotFound(host=', '.join(missing))
+
+
+def _keep_beating(context, wanted, every, duration):
+    """Beat every ``every`` seconds after the first beat, for
+    ``duration`` seconds (None: until SIGINT or SIGTERM, which end it
+    quietly)."""
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    start = time.monotonic()
+    beats = 1
+    try:
+        while duration is None or beats * every <= duration:
+            time.sleep(max(0.0, start + beats * every - time.monotonic()))
+            beats += 1
+            try:
+                _beat(context, wanted)
+            except manage_common.database_failures() as exc:
+                LOG.warning('Heartbeat %d failed: %s', beats, exc)
+    except KeyboardInterrupt:
+        LOG.info('Heartbeats stopped after %d', beats)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 COMMANDS: dict[str, type[command.Command]] = {

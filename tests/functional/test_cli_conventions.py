@@ -73,6 +73,7 @@ def _scripts():
     ('host', 'add', 'cmp1', '--vcpus', '8', '--memory-mb', '8192',
      '--disk-gb', '100'),
     ('explain', '--vcpus', '1'),
+    ('server', 'boot', '--vcpus', '1'),
 ], ids=lambda argv: ' '.join(argv[:2]))
 def test_no_connection_is_refused_and_nothing_written(tmp_path, argv):
     work = tmp_path / 'work'
@@ -127,6 +128,7 @@ def test_every_console_script_answers_version(tmp_path):
 @pytest.mark.parametrize('module,argv', [
     ('scheduler.cmd.manage', ['--help']),
     ('scheduler.cmd.manage', ['help', 'host', 'list']),
+    ('scheduler.cmd.manage', ['server', 'boot', '--help']),
     ('scheduler.cmd.status', ['--help']),
 ], ids=lambda value: ' '.join(value) if isinstance(value, list) else value)
 def test_help_starts_without_messaging(tmp_path, module, argv):

@@ -59,7 +59,7 @@ def _rows():
 def test_a_failing_request_is_explained(cli):
     status, out, err = cli('explain', '--memory-mb', '2048',
                            '--availability-zone', 'nova')
-    assert status == 0, err
+    assert status == 3, err
     assert FAILING in out
     assert ('host-c: claim refused: memory_mb: 1,536 free of 4,096 x 1.5, '
             '2,048 asked') in out
@@ -101,7 +101,7 @@ def test_a_spec_file_is_read_as_the_service_reads_it(cli, tmp_path):
     path = tmp_path / 'spec.json'
     path.write_text(json.dumps(spec.obj_to_primitive(), default=str))
     status, out, err = cli('explain', '--spec', str(path), '-f', 'json')
-    assert status == 0, err
+    assert status == 3, err     # the request fails: NoValidHost
     data = json.loads(out)
     assert data['summary'] == FAILING
     assert data['request']['instance_uuid'] == spec.instance_uuid
@@ -150,3 +150,22 @@ def test_cliff_formatters_and_columns(cli):
     status, out, err = cli('explain', '--memory-mb', '2048', '-c', 'nothing')
     assert status == 1 and 'nothing' in err
 
+
+
+def test_the_warnings_go_to_the_log_file_alone(cli, tmp_path):
+    """With ``log_file``, the filters' warnings (host-b is down) are in
+    the file, not on the terminal; a request that fits exits 0, and one
+    that fits fewer instances than asked exits 3."""
+    log_file = tmp_path / 'scheduler.log'
+    extra = tmp_path / 'log.conf'
+    extra.write_text('[DEFAULT]\nlog_file = %s\n' % log_file)
+    status, out, err = cli('--config-file', str(extra), 'explain',
+                           '--memory-mb', '2048')
+    assert (status, err) == (0, '')
+    assert 'Chosen (best by weight): host-d' in out
+    assert 'WARNING scheduler.filters.compute_filter' in (
+        log_file.read_text())
+    status, out, err = cli('--config-file', str(extra), 'explain',
+                           '--memory-mb', '2048', '--num-instances', '100')
+    assert (status, err) == (3, '')
+    assert 'of 100 instances fit: the request would fail' in out

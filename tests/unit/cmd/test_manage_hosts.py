@@ -239,6 +239,19 @@ def test_a_host_is_down_after_service_down_time_until_it_beats(cli, ctx):
     assert [row['State'] for row in cli.json('host', 'list')] == ['up', 'up']
 
 
+def test_heartbeat_every_keeps_beating_for_its_duration(cli):
+    """``--every 0.2 --for 0.5``: beats at 0, 0.2 and 0.4 s, then exits
+    0; ``--for`` alone is a usage error."""
+    cli.run('host', 'add', 'cmp1', *SIZES)
+    assert cli.run('host', 'heartbeat', '--all', '--every', '0.2',
+                   '--for', '0.5') == (0, '', '')
+    assert _rows(api.SERVICES, host='cmp1')[0]['report_count'] == 3
+    status, _, err = cli.run('host', 'heartbeat', '--all', '--for', '5')
+    assert status == 2 and '--for needs --every' in err
+    status, _, err = cli.run('host', 'heartbeat', '--all', '--every', '0')
+    assert status == 2 and '--every' in err
+
+
 def test_heartbeat_names_hosts_or_all(cli):
     cli.run('host', 'add', 'cmp1', *SIZES)
     status, _, err = cli.run('host', 'heartbeat')
