@@ -3,7 +3,8 @@
 The benchmark builds N compute nodes with varied attributes
 (``workload``), warms the scheduler up and times ``select_destinations``
 on a deterministic request mix, in three modes; a fourth compares
-allocation candidates with Placement's:
+allocation candidates with Placement's, a fifth Nova's own scheduler
+with this service:
 
 inprocess (``inprocess``)
     The real FilterScheduler driver, with its HostManager, in this
@@ -35,12 +36,21 @@ placement (``placement``)
     its database: latencies, speed-up and a check that both find the
     same providers.  Not part of ``all``; own defaults
     (``placement.DEFAULTS``).
+versus-nova (``versus_nova``)
+    Nova 34's own ``nova-scheduler``, then this service in Placement
+    mode, then in SQL mode, on the same RabbitMQ, Nova databases (made
+    by Nova's migrations) and Placement, driven by Nova's
+    ``SchedulerQueryClient`` from 1, 8 and 32 callers: decisions per
+    second, latency, capacity checks, and how often both choose the
+    same host.  Not part of ``all``; each contestant runs with its own
+    defaults, not ``SCHEDULER_OPTIONS``; own benchmark defaults
+    (``versus_nova.DEFAULTS``).
 
-All use the Newton default filters plus CoreFilter and every weigher
-(``SCHEDULER_OPTIONS``); only the benchmark's own options differ between
-runs.  ``report`` prints the table and writes one JSON object per
-(mode, hosts, instances), per callers value in the end-to-end and load
-modes, and per topology in the load mode.  The
+All other modes use the Newton default filters plus CoreFilter and
+every weigher (``SCHEDULER_OPTIONS``); only the benchmark's own options
+differ between runs.  ``report`` prints the table and writes one JSON
+object per (mode, hosts, instances), per callers value in the end-to-end
+and load modes, and per topology in the load mode.  The
 benchmark only measures: it changes neither the scheduler's code nor its
 decisions.
 """
@@ -80,6 +90,7 @@ INPROCESS = 'inprocess'
 ENDTOEND = 'endtoend'
 LOAD = 'load'
 PLACEMENT = 'placement'
+VERSUS_NOVA = 'versus-nova'
 # ``--mode all``.
 MODES = (INPROCESS, ENDTOEND)
 

@@ -13,7 +13,7 @@ with the usual ``--config-file``; see ``scheduler-bench --help``):
 ``--requests N``            measured single-instance requests per size
                             (multi-instance: N / instances, at least 1)
 ``--warmup N``              requests before measuring
-``--mode inprocess|endtoend|load|placement|all``  (``all``:
+``--mode inprocess|endtoend|load|placement|versus-nova|all``  (``all``:
                             inprocess and endtoend)
 ``--output FILE.json``      one JSON object per (mode, hosts, instances,
                             callers; topology in the load mode)
@@ -26,6 +26,10 @@ with the usual ``--config-file``; see ``scheduler-bench --help``):
 ``--placement-url URL``     the placement mode's Placement (noauth2,
                             holding no resource provider)
 ``--placement-database URL``  its database, only read
+``--nova-venv DIR``         versus-nova: Nova 34.0.0's virtualenv
+``--nova-database-server URL``  versus-nova: a PostgreSQL admin URL on
+                            which Nova's databases are made
+``--plot FILE.png``         versus-nova: decisions/s and p99 per callers
 ``--time-budget SECONDS``   cap of each phase (0: none)
 ``--callers 1,8``           concurrent callers (end-to-end and load: a
                             measurement per value; default 1)
@@ -52,10 +56,20 @@ with ours (``scheduler_tools.bench.placement``) at 1,000, 10,000 and
     scheduler-bench --mode placement --placement-url http://127.0.0.1:8778 \
         --placement-database postgresql+psycopg2://...
 
+``--mode versus-nova`` runs Nova 34's nova-scheduler and this service
+side by side (``scheduler_tools.bench.versus_nova``; own defaults
+``versus_nova.DEFAULTS``, ``--smoke``: ``versus_nova.SMOKE``)::
+
+    scheduler-bench --mode versus-nova --transport-url rabbit://... \
+        --nova-database-server postgresql+psycopg2://postgres@.../postgres \
+        --placement-url http://127.0.0.1:8778 --placement-database ... \
+        --output versus.json --plot versus.png
+
 Exit status: 0 when the benchmark ran (whether or not targets are met),
 1 when the load mode ran but its check failed (overcommit, unbalanced
 claims, unanswered calls) or the placement mode found candidates that
-differ from Placement's, 2 when it could not run.
+differ from Placement's or the versus-nova mode found an overcommit
+or allocations that differ from the instances placed, 2 when it could not run.
 """
 
 import os
@@ -78,6 +92,8 @@ from scheduler_tools.bench import load_table
 from scheduler_tools.bench import placement
 from scheduler_tools.bench import placement_table
 from scheduler_tools.bench import report
+from scheduler_tools.bench import versus_nova
+from scheduler_tools.bench import versus_nova_report
 from scheduler_tools.bench import workload
 
 SMOKE = {'hosts': [50], 'requests': 30, 'warmup': 3, 'update_rounds': 2,
@@ -102,7 +118,7 @@ BENCH_OPTS = [
                metavar='N', help='Requests before measuring.'),
     cfg.StrOpt('mode', dest='bench_mode', default='all', metavar='MODE',
                choices=('inprocess', 'endtoend', 'load', 'placement',
-                        'all'),
+                        'versus-nova', 'all'),
                help='In-process (driver on a warm HostManager), '
                     'end-to-end (scheduler-service over RabbitMQ and '
                     'PostgreSQL), both (all), load (concurrent '
@@ -110,7 +126,9 @@ BENCH_OPTS = [
                     'per callers and instances value, each with a check '
                     'of the claims in the database), or '
                     'placement (Placement\'s allocation candidates '
-                    'against ours on the same providers).'),
+                    'against ours on the same providers), or versus-nova '
+                    '(Nova 34\'s nova-scheduler and this service in '
+                    'turn on the same servers and load).'),
     cfg.StrOpt('output', dest='bench_output', metavar='FILE.json',
                help='Write one JSON object per (mode, hosts, instances, '
                     'callers; load: and topology) to this file, one per '
@@ -134,6 +152,20 @@ BENCH_OPTS = [
                secret=True, metavar='URL',
                help='Placement mode: the SQLAlchemy URL of that '
                     'Placement\'s database, only read.'),
+    cfg.StrOpt('nova-venv', dest='bench_nova_venv',
+               default=versus_nova.nova_venv.default_venv(), metavar='DIR',
+               help='Versus-nova: the virtualenv of Nova 34.0.0 '
+                    '(default: $SCHEDULER_NOVA_VENV, else '
+                    '~/.cache/scheduler-tests/nova-34.0.0).'),
+    cfg.StrOpt('nova-database-server', dest='bench_nova_database_server',
+               secret=True, metavar='URL',
+               help='Versus-nova: the admin URL of a PostgreSQL server '
+                    'on which Nova\'s API and cell databases (and this '
+                    'service\'s own) are made for each fleet size, and '
+                    'dropped after it.'),
+    cfg.StrOpt('plot', dest='bench_plot', metavar='FILE.png',
+               help='Versus-nova: plot decisions/s and p99 per callers '
+                    'for each contestant and fleet size (matplotlib).'),
     cfg.IntOpt('seed', dest='bench_seed', default=0, metavar='N',
                help='Seed of the fleet, the requests and the '
                     'scheduler\'s random source.'),
@@ -177,7 +209,8 @@ LOAD_OPTIONS = {'hosts': 'bench_hosts', 'instances': 'bench_instances',
                 'call_timeout': 'bench_call_timeout',
                 'warmup': 'bench_warmup'}
 # Modes with their own defaults and smoke settings (DEFAULTS, SMOKE).
-OWN_DEFAULTS = {bench.LOAD: load, bench.PLACEMENT: placement}
+OWN_DEFAULTS = {bench.LOAD: load, bench.PLACEMENT: placement,
+                bench.VERSUS_NOVA: versus_nova}
 
 EXPECTED_ERRORS = (bench.BenchError, databases.DatabaseError,
                    workload.WorkloadError, OSError)
@@ -273,6 +306,13 @@ def run(settings, out):
         placement.run(settings, CONF.bench_placement_url,
                       CONF.bench_placement_database, emit)
         walls[bench.PLACEMENT] = time.monotonic() - started
+    if bench.VERSUS_NOVA in settings.modes:
+        started = time.monotonic()
+        versus_nova.run(settings, versus_nova.Servers(
+            settings.transport_url, CONF.bench_nova_database_server,
+            CONF.bench_placement_url, CONF.bench_placement_database,
+            CONF.bench_nova_venv, CONF.bench_plot), emit)
+        walls[bench.VERSUS_NOVA] = time.monotonic() - started
     if given:
         for mode, module in ((bench.ENDTOEND, endtoend),
                              (bench.LOAD, load)):
@@ -307,9 +347,15 @@ def main(argv=None):
         ', '.join('%s: %.1f s' % item for item in walls.items())))
     loaded = [row for row in rows if row['mode'] == bench.LOAD]
     compared = [row for row in rows if row['mode'] == bench.PLACEMENT]
-    if len(loaded) + len(compared) < len(rows) or not rows:
+    versus = [row for row in rows
+              if row['mode'].startswith(bench.VERSUS_NOVA)]
+    if len(loaded) + len(compared) + len(versus) < len(rows) or not rows:
         report.print_table([row for row in rows if row['mode'] not in (
-            bench.LOAD, bench.PLACEMENT)])
+            bench.LOAD, bench.PLACEMENT) and row not in versus])
+    if versus:
+        versus_nova_report.print_table(versus)
+        if CONF.bench_plot:
+            print('Plot written to %s' % CONF.bench_plot)
     if loaded:
         load_table.print_table(loaded)
     if compared:
@@ -320,6 +366,10 @@ def main(argv=None):
         print('Profiles of one decision in %s' % settings.profile_dir)
     if not all(row['verified'] for row in loaded):
         print('scheduler-bench: error: the load check failed (see '
+              '"verified")', file=sys.stderr)
+        return 1
+    if not all(row.get('verified', True) for row in versus):
+        print('scheduler-bench: error: a versus-nova check failed (see '
               '"verified")', file=sys.stderr)
         return 1
     if any(row['mismatches'] for row in compared):
