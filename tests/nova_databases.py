@@ -30,6 +30,7 @@ import sqlalchemy as sa
 from nova_venv import nova_venv
 
 from scheduler_tools import databases
+from scheduler_tools.bench.versus_nova_venv import lent_psycopg2
 
 DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                       'functional', 'nova_db_driver', 'driver.py')
@@ -38,25 +39,6 @@ COMMAND_TIMEOUT = 180
 CELLS = ('cell1', 'cell2')
 
 
-
-
-def _lent_psycopg2(venv, workdir):
-    """A directory holding links to this interpreter's psycopg2, for a
-    venv without a PostgreSQL driver; None when it has one."""
-    python = os.path.join(venv, 'bin', 'python')
-    if subprocess.run([python, '-I', '-c', 'import psycopg2'],
-                      capture_output=True).returncode == 0:
-        return None
-    import psycopg2
-    site = os.path.dirname(os.path.dirname(psycopg2.__file__))
-    lent = os.path.join(workdir, 'lent-site')
-    os.makedirs(lent, exist_ok=True)
-    for name in os.listdir(site):
-        if name.startswith('psycopg2') and not name.endswith('.dist-info'):
-            link = os.path.join(lent, name)
-            if not os.path.exists(link):
-                os.symlink(os.path.join(site, name), link)
-    return lent
 
 
 def _nova_conf(path, api_url, cell_url, workdir):
@@ -127,7 +109,8 @@ class NovaDatabases:
                      for name in ('api', 'cell0') + CELLS}
         env = {key: value for key, value in os.environ.items()
                if not key.startswith('PYTHON')}
-        lent = _lent_psycopg2(self.venv, self.workdir)
+        lent = lent_psycopg2(
+            os.path.join(self.venv, 'bin', 'python'), self.workdir)
         if lent:
             env['PYTHONPATH'] = env['NOVA_DB_DRIVER_PATH'] = lent
         self.env = env

@@ -46,28 +46,12 @@ class NovaVenv:
                              'or run tools/test-setup.sh)' % path)
         self.env = {key: value for key, value in os.environ.items()
                     if not key.startswith('PYTHON')}
-        lent = self._lent_psycopg2(workdir)
+        lent = lent_psycopg2(self.python, workdir)
         if lent:
             self.env['PYTHONPATH'] = self.env['VERSUS_NOVA_PATH'] = lent
 
     def bin(self, name):
         return os.path.join(self.path, 'bin', name)
-
-    def _lent_psycopg2(self, workdir):
-        if subprocess.run([self.python, '-I', '-c', 'import psycopg2'],
-                          capture_output=True).returncode == 0:
-            return None
-        import psycopg2
-        site = os.path.dirname(os.path.dirname(psycopg2.__file__))
-        lent = os.path.join(workdir, 'lent-site')
-        os.makedirs(lent, exist_ok=True)
-        for name in os.listdir(site):
-            if name.startswith('psycopg2') and not name.endswith(
-                    '.dist-info'):
-                link = os.path.join(lent, name)
-                if not os.path.exists(link):
-                    os.symlink(os.path.join(site, name), link)
-        return lent
 
     def manage(self, conf, *args):
         """``nova-manage --config-file conf args``; BenchError with its
@@ -139,3 +123,22 @@ def empty_pci_stats(venv):
         raise BenchError('Nova could not serialise a PciDevicePoolList: %s'
                          % result.stderr[-2000:])
     return result.stdout.strip()
+
+
+def lent_psycopg2(python, workdir):
+    """A directory under ``workdir`` holding links to this interpreter's
+    psycopg2, to put on the ``PYTHONPATH`` of a venv's ``python`` that
+    has no PostgreSQL driver; None when it has one."""
+    if subprocess.run([python, '-I', '-c', 'import psycopg2'],
+                      capture_output=True).returncode == 0:
+        return None
+    import psycopg2
+    site = os.path.dirname(os.path.dirname(psycopg2.__file__))
+    lent = os.path.join(workdir, 'lent-site')
+    os.makedirs(lent, exist_ok=True)
+    for name in os.listdir(site):
+        if name.startswith('psycopg2') and not name.endswith('.dist-info'):
+            link = os.path.join(lent, name)
+            if not os.path.exists(link):
+                os.symlink(os.path.join(site, name), link)
+    return lent
