@@ -1,12 +1,17 @@
 """The trackers of scheduler.view.tracking: what a cast costs and what
 stays in memory."""
 
+import gc
 import uuid
+import weakref
 
 from hypothesis import given
 from hypothesis import strategies as st
+from oslo_context import context as oslo_context
 
+from scheduler import context as scheduler_context
 from scheduler.objects import aggregate as aggregate_obj
+from scheduler.objects import instance as instance_obj
 from scheduler.view import tracking
 
 
@@ -90,3 +95,60 @@ def test_the_host_map_is_the_inverse_of_the_memberships(casts):
             expected[host] = expected.get(host, ()) + (agg_id,)
     assert tracker.host_aggregates_map == expected
     assert set(tracker.aggs_by_id) == set(members)
+
+
+class _Source:
+    """The two reads InstanceTracker.load makes, over no instance."""
+
+    def __init__(self, hosts):
+        self.hosts = hosts
+
+    def compute_node_get_hosts(self, context):
+        return set(self.hosts)
+
+    def instance_get_all_by_hosts(self, context, hosts):
+        return {}
+
+
+def _cast(host, uuids, ctx):
+    """An InstanceList as the RPC server hands it to a handler: built
+    from its primitive with the message's context."""
+    sent = instance_obj.InstanceList(objects=[
+        instance_obj.Instance(uuid=u, host=host, node=host, memory_mb=512)
+        for u in uuids])
+    return instance_obj.InstanceList.obj_from_primitive(
+        sent.obj_to_primitive(), context=ctx)
+
+
+def test_instances_from_casts_keep_no_request_context():
+    """A tracked instance outlives its cast; the cast's RequestContext
+    (about 2 KB) must not: under churn none of them stays alive."""
+    tracker = tracking.InstanceTracker(_Source(['h1', 'h2']), track=True)
+    tracker.load(None)
+    contexts = []
+    live = []
+    for n in range(300):
+        host = 'h%d' % (n % 2 + 1)
+        new = str(uuid.UUID(int=n))
+        # (overwrite=False: not made the thread's current context)
+        ctx = scheduler_context.RequestContext(
+            user_id='u', project_id='p', roles=['member', 'reader'],
+            overwrite=False)
+        contexts.append(weakref.ref(ctx))
+        tracker.update(ctx, host, _cast(host, [new], ctx))
+        live.append((host, new))
+        if len(live) > 20:          # deletes keep 20 live instances
+            gone_host, gone = live.pop(0)
+            tracker.delete(ctx, gone_host, gone)
+        del ctx
+    gc.collect()
+    kept = sum(len(tracker.instances_of(h)) for h in ('h1', 'h2'))
+    assert kept == 20
+    assert all(i.uuid for h in ('h1', 'h2')
+               for i in tracker.instances_of(h).values())
+    # oslo.context keeps the thread's first context as its current one
+    current = oslo_context.get_current()
+    alive = [ref for ref in contexts
+             if ref() is not None and ref() is not current]
+    assert not alive, '%d of %d casts\' contexts still alive' % (
+        len(alive), len(contexts))
