@@ -11,7 +11,9 @@ import pytest
 from oslo_config import cfg
 from rich.console import Console
 
+from scheduler.conf import CONF
 from scheduler.db import claims
+from scheduler_tools import bench
 from scheduler_tools import seed
 from scheduler_tools import writers
 from scheduler_tools.bench import floor
@@ -112,7 +114,13 @@ def test_noop_is_timed_after_one_untimed_call():
 def test_inprocess_part_decides_the_phase_requests():
     settings = _settings('--hosts', '20', '--requests', '6', '--warmup',
                          '1', '--time-budget', '30', '--noprogress')
-    part = floor.inprocess_part(20, settings)
+    try:
+        part = floor.inprocess_part(20, settings)
+    finally:
+        # The part sets the benchmark's scheduler options on CONF, as the
+        # in-process mode does: later tests must not see them.
+        for group, name in bench.SCHEDULER_OPTIONS:
+            CONF.clear_override(name, group)
     assert set(part) == {'inprocess_p50_ms', 'inprocess_cpu_ms'}
     assert part['inprocess_p50_ms'] > 0
     assert part['inprocess_cpu_ms'] > 0
