@@ -7,8 +7,10 @@ import threading
 import time
 
 import pytest
+from oslo_config import cfg
 
 from scheduler.conf import CONF
+from scheduler.conf import placement as conf_placement
 from scheduler.observability import health
 
 
@@ -170,11 +172,17 @@ def placement_api():
     thread.join(5)
 
 
-def test_placement_probe(conf, placement_api):
+def test_placement_probe(placement_api):
     url, state = placement_api
-    conf.set_override('auth_type', 'none', 'placement')
-    conf.set_override('endpoint_override', url, 'placement')
-    probe = health.placement_probe(CONF, 1.0)
+    # A configuration of its own: keystoneauth registers the options of
+    # the auth plugin it loads in the group, and another plugin's
+    # (admin_token's ``endpoint``) may already be in the global CONF's.
+    own = cfg.ConfigOpts()
+    conf_placement.register_opts(own)
+    own([], default_config_files=[], default_config_dirs=[])
+    own.set_override('auth_type', 'none', 'placement')
+    own.set_override('endpoint_override', url, 'placement')
+    probe = health.placement_probe(own, 1.0)
     probe()
     state['status'] = '503 Service Unavailable'
     with pytest.raises(ConnectionError, match='GET / answered 503'):
