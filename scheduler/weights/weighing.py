@@ -87,6 +87,23 @@ class _Term:
         bound (a NaN raw weight)."""
         return self.lo == self.lo and self.hi == self.hi
 
+    def _track_bounds(self, gone: list[float], added: list[float]) -> bool:
+        """Follow the open bounds (those the weigher does not fix) as the
+        raw weights ``gone`` are replaced by ``added``, observing them
+        again when the last value at a bound went; whether one moved."""
+        lo, hi = self.lo, self.hi
+        if self.weigher.minval is None:
+            self.lo, self.lo_count = _track(lo, self.lo_count, gone, added,
+                                            float.__lt__)
+            if not self.lo_count:
+                self.lo, self.lo_count = self._observe(np.fmin, None)
+        if self.weigher.maxval is None:
+            self.hi, self.hi_count = _track(hi, self.hi_count, gone, added,
+                                            float.__gt__)
+            if not self.hi_count:
+                self.hi, self.hi_count = self._observe(np.fmax, None)
+        return self.lo != lo or self.hi != hi
+
     def update(self, slots: _Rows, raw: _Floats, removed: _Rows) -> bool:
         """Set the raw weights of ``slots`` (no NaN) and remove
         ``removed``.
@@ -101,17 +118,7 @@ class _Term:
         self.raw[slots] = raw
         self.raw[removed] = np.nan
         lo, hi = self.lo, self.hi
-        if self.weigher.minval is None:
-            self.lo, self.lo_count = _track(lo, self.lo_count, gone, added,
-                                            float.__lt__)
-            if not self.lo_count:
-                self.lo, self.lo_count = self._observe(np.fmin, None)
-        if self.weigher.maxval is None:
-            self.hi, self.hi_count = _track(hi, self.hi_count, gone, added,
-                                            float.__gt__)
-            if not self.hi_count:
-                self.hi, self.hi_count = self._observe(np.fmax, None)
-        if self.lo != lo or self.hi != hi:
+        if self._track_bounds(gone, added):
             self.values = normalized_term(self.raw, self.lo, self.hi,
                                           self.factors)
             return True
@@ -134,17 +141,7 @@ class _Term:
             return False    # a weight the consumption does not change
         self.raw[slot] = raw
         lo, hi = self.lo, self.hi
-        if weigher.minval is None:
-            self.lo, self.lo_count = _track(lo, self.lo_count, [before],
-                                            [raw], float.__lt__)
-            if not self.lo_count:
-                self.lo, self.lo_count = self._observe(np.fmin, None)
-        if weigher.maxval is None:
-            self.hi, self.hi_count = _track(hi, self.hi_count, [before],
-                                            [raw], float.__gt__)
-            if not self.hi_count:
-                self.hi, self.hi_count = self._observe(np.fmax, None)
-        if self.lo != lo or self.hi != hi:
+        if self._track_bounds([before], [raw]):
             self.values = normalized_term(self.raw, self.lo, self.hi,
                                           self.factors)
             return True
