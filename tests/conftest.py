@@ -424,3 +424,23 @@ def conf():
     overrides = ConfOverrides()
     yield overrides
     overrides.clear()
+
+
+@pytest.fixture
+def placement_conf(placement_server, conf):
+    """``[scheduler] use_placement`` on the session's Placement (noauth2
+    through ``auth_type = admin_token``), one host per choice; ``conf``
+    to add to."""
+    from keystoneauth1 import loading as ks_loading
+
+    from scheduler.conf import CONF
+    CONF.register_opts(ks_loading.get_auth_plugin_conf_options(
+        'admin_token'), group='placement')
+    conf.set_override('use_placement', True, 'scheduler')
+    conf.set_override('auth_type', 'admin_token', 'placement')
+    conf.set_override('endpoint', placement_server.url, 'placement')
+    conf.set_override('token', 'admin', 'placement')
+    conf.set_override('connection', placement_server.database_url,
+                      'placement_database')
+    conf.set_override('host_subset_size', 1, 'filter_scheduler')
+    return conf

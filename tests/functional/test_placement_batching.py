@@ -54,21 +54,11 @@ class CountingClient(client_lib.PlacementClient):
 
 
 @pytest.fixture
-def placement_conf(placement_server, conf):
-    """``[scheduler] use_placement`` on the session's Placement."""
-    from keystoneauth1 import loading as ks_loading
-    CONF.register_opts(ks_loading.get_auth_plugin_conf_options(
-        'admin_token'), group='placement')
-    conf.set_override('use_placement', True, 'scheduler')
-    conf.set_override('auth_type', 'admin_token', 'placement')
-    conf.set_override('endpoint', placement_server.url, 'placement')
-    conf.set_override('token', 'admin', 'placement')
-    conf.set_override('connection', placement_server.database_url,
-                      'placement_database')
-    conf.set_override('host_subset_size', 1, 'filter_scheduler')
-    conf.set_override('enabled_filters', ['ComputeFilter'],
-                      'filter_scheduler')
-    return conf
+def placement_conf(placement_conf):
+    """The suite's ``placement_conf``, ComputeFilter alone."""
+    placement_conf.set_override('enabled_filters', ['ComputeFilter'],
+                                'filter_scheduler')
+    return placement_conf
 
 
 @pytest.fixture

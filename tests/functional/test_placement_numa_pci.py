@@ -20,12 +20,10 @@ import uuid
 
 import fakes
 import pytest
-from keystoneauth1 import loading as ks_loading
 from placement_api import ComputeProvider
 from placement_api import PlacementAPI
 
 from scheduler import exception
-from scheduler.conf import CONF
 from scheduler.drivers import filter_scheduler
 from scheduler.objects import numa as numa_obj
 from scheduler.objects import pci as pci_obj
@@ -46,17 +44,10 @@ pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture
-def api(placement_server, conf):
-    """``[scheduler] use_placement`` on the session's Placement; its API."""
-    CONF.register_opts(ks_loading.get_auth_plugin_conf_options(
-        'admin_token'), group='placement')
-    conf.set_override('use_placement', True, 'scheduler')
-    conf.set_override('auth_type', 'admin_token', 'placement')
-    conf.set_override('endpoint', placement_server.url, 'placement')
-    conf.set_override('token', 'admin', 'placement')
-    conf.set_override('connection', placement_server.database_url,
-                      'placement_database')
-    conf.set_override('host_subset_size', 1, 'filter_scheduler')
+def api(placement_server, placement_conf):
+    """``[scheduler] use_placement`` on the session's Placement
+    (``placement_conf``), PCI in Placement; its API."""
+    conf = placement_conf
     conf.set_override('pci_in_placement', True, 'filter_scheduler')
     conf.set_override('enabled_filters', [
         'NUMATopologyFilter', 'PciPassthroughFilter'], 'filter_scheduler')

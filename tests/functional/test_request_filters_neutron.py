@@ -116,18 +116,10 @@ def test_neutron_errors_are_named_and_bounded(standin, conf):
 # -- end to end in Placement mode ---------------------------------------------
 
 @pytest.fixture
-def placement(placement_server, conf):
-    CONF.register_opts(ks_loading.get_auth_plugin_conf_options(
-        'admin_token'), group='placement')
-    conf.set_override('use_placement', True, 'scheduler')
-    conf.set_override('auth_type', 'admin_token', 'placement')
-    conf.set_override('endpoint', placement_server.url, 'placement')
-    conf.set_override('token', 'admin', 'placement')
-    conf.set_override('connection', placement_server.database_url,
-                      'placement_database')
+def placement(placement_server, placement_conf):
+    conf = placement_conf
     conf.set_override('enabled_filters', ['ComputeFilter'],
                       'filter_scheduler')
-    conf.set_override('host_subset_size', 1, 'filter_scheduler')
     # Only the RAM weigher: the biggest node wins, whatever the earlier
     # requests consumed.
     conf.set_override('weight_classes', ['RAMWeigher'], 'filter_scheduler')
