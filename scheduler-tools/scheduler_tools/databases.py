@@ -73,7 +73,13 @@ def drop_database(db_url):
         admin = url.set(database=None)
         statements = ['SET SESSION lock_wait_timeout = 10',
                       'DROP DATABASE IF EXISTS `%s`' % name]
-    engine = _admin_engine(admin)
+    execute_admin(admin, statements)
+
+
+def execute_admin(admin_url, statements):
+    """Run ``statements`` (SQL text) in turn, each committed on its own,
+    on a connection of ``admin_url`` (a URL string or object)."""
+    engine = _admin_engine(admin_url)
     try:
         with engine.connect() as connection:
             for statement in statements:

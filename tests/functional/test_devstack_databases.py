@@ -29,6 +29,8 @@ import sqlalchemy as sa
 from devstack.devstack_node import REPO
 from devstack.devstack_node import Devstack
 
+from scheduler_tools import databases
+
 pytestmark = pytest.mark.timeout(90)
 
 PASSWORD = 'secret'
@@ -87,24 +89,14 @@ def devstack_database(fresh_database):
             statements = ["CREATE ROLE %s WITH SUPERUSER LOGIN PASSWORD "
                           "'%s'" % (user, PASSWORD)]
             drop = 'DROP ROLE %s' % user
-        _execute(admin_url, statements)
+        databases.execute_admin(admin_url, statements)
         made.append((admin_url, db_url, drop))
         return db_url, user
 
     yield create
     for admin_url, db_url, drop in made:
         fresh_database.drop(db_url)
-        _execute(admin_url, [drop])
-
-
-def _execute(admin_url, statements):
-    engine = sa.create_engine(admin_url, isolation_level='AUTOCOMMIT')
-    try:
-        with engine.connect() as connection:
-            for statement in statements:
-                connection.execute(sa.text(statement))
-    finally:
-        engine.dispose()
+        databases.execute_admin(admin_url, [drop])
 
 
 def _tables(db_url):
