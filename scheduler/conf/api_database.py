@@ -20,6 +20,8 @@ import copy
 from oslo_config import cfg
 from oslo_db import options as oslo_db_options
 
+from scheduler.conf import groups
+
 api_db_group = cfg.OptGroup(
     name='api_database', title='Nova API database',
     help='Nova\'s API database.  Setting ``connection`` selects Nova '
@@ -47,7 +49,7 @@ api_db_opts = [copy.deepcopy(opt) for opt in oslo_db_options.database_opts
 
 
 def register_opts(conf):
-    conf.register_group(api_db_group)
+    groups.register_group(conf, api_db_group)
     conf.register_opts(api_db_opts, group=api_db_group)
 
 

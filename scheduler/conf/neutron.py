@@ -17,6 +17,8 @@ request that names ports or networks.
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
+from scheduler.conf import groups
+
 neutron_group = cfg.OptGroup(
     name='neutron', title='Neutron options',
     help='How to reach Neutron, which the Placement mode\'s request '
@@ -41,7 +43,7 @@ DEFAULT_TIMEOUT = 5.0
 
 
 def register_opts(conf):
-    conf.register_group(neutron_group)
+    groups.register_group(conf, neutron_group)
     conf.register_opts(neutron_opts, group=neutron_group)
     ks_loading.register_session_conf_options(conf, neutron_group.name)
     ks_loading.register_auth_conf_options(conf, neutron_group.name)

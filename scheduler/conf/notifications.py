@@ -12,6 +12,8 @@ driver`` (none configured: nothing).
 
 from oslo_config import cfg
 
+from scheduler.conf import groups
+
 UNVERSIONED = 'unversioned'
 VERSIONED = 'versioned'
 BOTH = 'both'
@@ -51,7 +53,7 @@ notifications_opts = [
 def register_opts(conf):
     """Register the group and its options on ``conf`` (idempotent: the
     same option objects may be registered again)."""
-    conf.register_group(notifications_group)
+    groups.register_group(conf, notifications_group)
     conf.register_opts(notifications_opts, group=notifications_group)
 
 

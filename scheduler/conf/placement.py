@@ -14,6 +14,8 @@ Both are used only with ``[scheduler] use_placement``.
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
+from scheduler.conf import groups
+
 placement_group = cfg.OptGroup(
     name='placement', title='Placement service options',
     help='How to reach the Placement API, which holds the claims in '
@@ -99,7 +101,7 @@ def _adapter_opts():
 
 
 def register_opts(conf):
-    conf.register_group(placement_group)
+    groups.register_group(conf, placement_group)
     ks_loading.register_session_conf_options(conf, placement_group.name)
     ks_loading.register_auth_conf_options(conf, placement_group.name)
     ks_loading.register_adapter_conf_options(conf, placement_group.name,
@@ -109,7 +111,7 @@ def register_opts(conf):
     conf.set_default('valid_interfaces', ['internal', 'public'],
                      group=placement_group.name)
     conf.set_default('timeout', DEFAULT_TIMEOUT, group=placement_group.name)
-    conf.register_group(placement_database_group)
+    groups.register_group(conf, placement_database_group)
     conf.register_opts(placement_database_opts,
                        group=placement_database_group)
     conf.register_opts(placement_candidate_opts, group=placement_group)

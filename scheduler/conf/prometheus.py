@@ -8,6 +8,8 @@ nothing.
 
 from oslo_config import cfg
 
+from scheduler.conf import groups
+
 prometheus_group = cfg.OptGroup(
     name='prometheus', title='Prometheus endpoint',
     help='The metrics of the service\'s decisions and host view, served '
@@ -33,7 +35,7 @@ prometheus_opts = [
 
 
 def register_opts(conf):
-    conf.register_group(prometheus_group)
+    groups.register_group(conf, prometheus_group)
     conf.register_opts(prometheus_opts, group=prometheus_group)
 
 

@@ -12,6 +12,8 @@ defaults, and the few options of our own are marked as such in their help.
 
 from oslo_config import cfg
 
+from scheduler.conf import groups
+
 scheduler_group = cfg.OptGroup(
     name='scheduler', title='Scheduler configuration',
     help='Options that select and tune the scheduler driver.')
@@ -442,11 +444,11 @@ metrics_opts = [
 
 
 def register_opts(conf):
-    conf.register_group(scheduler_group)
+    groups.register_group(conf, scheduler_group)
     conf.register_opts(scheduler_opts, group=scheduler_group)
-    conf.register_group(filter_scheduler_group)
+    groups.register_group(conf, filter_scheduler_group)
     conf.register_opts(filter_scheduler_opts, group=filter_scheduler_group)
-    conf.register_group(metrics_group)
+    groups.register_group(conf, metrics_group)
     conf.register_opts(metrics_opts, group=metrics_group)
 
 

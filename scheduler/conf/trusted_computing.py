@@ -9,6 +9,8 @@ then every host's trust level is ``unknown``
 
 from oslo_config import cfg
 
+from scheduler.conf import groups
+
 trusted_group = cfg.OptGroup(
     name='trusted_computing', title='Trusted computing',
     help='The OpenAttestation (OAT) server that the TrustedFilter asks for '
@@ -46,7 +48,7 @@ trusted_opts = [
 
 
 def register_opts(conf):
-    conf.register_group(trusted_group)
+    groups.register_group(conf, trusted_group)
     conf.register_opts(trusted_opts, group=trusted_group)
 
 

@@ -2,6 +2,8 @@
 
 from oslo_config import cfg
 
+from scheduler.conf import groups
+
 upgrade_group = cfg.OptGroup(
     name='upgrade_levels', title='Upgrade levels',
     help='RPC API version caps, so that new callers talk to old services '
@@ -17,7 +19,7 @@ upgrade_levels_opts = [
 
 
 def register_opts(conf):
-    conf.register_group(upgrade_group)
+    groups.register_group(conf, upgrade_group)
     conf.register_opts(upgrade_levels_opts, group=upgrade_group)
 
 
