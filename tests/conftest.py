@@ -434,6 +434,9 @@ def placement_conf(placement_server, conf):
     from keystoneauth1 import loading as ks_loading
 
     from scheduler.conf import CONF
+    from scheduler.conf import placement
+
+    placement.register_client_opts(CONF)
     CONF.register_opts(ks_loading.get_auth_plugin_conf_options(
         'admin_token'), group='placement')
     conf.set_override('use_placement', True, 'scheduler')

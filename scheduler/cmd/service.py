@@ -16,6 +16,7 @@ import sys
 from oslo_concurrency import processutils
 from oslo_log import log as logging
 
+from scheduler import conf
 from scheduler import config
 from scheduler.conf import CONF
 from scheduler.conf import unhonoured
@@ -30,6 +31,7 @@ LOG = logging.getLogger(__name__)
 
 def main(argv=None):
     config.parse_args(sys.argv[1:] if argv is None else argv)
+    conf.register_client_opts(CONF)
     error = preflight.problem()
     if error:
         LOG.error('Cannot start: %s', error)

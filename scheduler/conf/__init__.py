@@ -27,3 +27,12 @@ for _module in (api_database, compute, database, moves, notifications,
                 placement, prometheus, scheduler, cells, trusted_computing,
                 upgrade_levels, neutron):
     _module.register_opts(CONF)
+
+
+def register_client_opts(conf: cfg.ConfigOpts = CONF) -> None:
+    """Register keystoneauth1's options of ``[placement]`` and
+    ``[neutron]``, which the modules above leave to the clients
+    (``scheduler.conf.keystoneauth``): for a process that reads or
+    checks every option, such as ``scheduler-service`` at start."""
+    placement.register_client_opts(conf)
+    neutron.register_client_opts(conf)

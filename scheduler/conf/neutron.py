@@ -14,10 +14,10 @@ Used only in Placement mode (``[scheduler] use_placement``), for a
 request that names ports or networks.
 """
 
-from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
 from scheduler.conf import groups
+from scheduler.conf import keystoneauth
 
 neutron_group = cfg.OptGroup(
     name='neutron', title='Neutron options',
@@ -43,27 +43,21 @@ DEFAULT_TIMEOUT = 5.0
 
 
 def register_opts(conf):
+    """Register ``[neutron]`` and Nova's options of it, but keystoneauth1's
+    (``register_client_opts``)."""
     groups.register_group(conf, neutron_group)
     conf.register_opts(neutron_opts, group=neutron_group)
-    ks_loading.register_session_conf_options(conf, neutron_group.name)
-    ks_loading.register_auth_conf_options(conf, neutron_group.name)
-    ks_loading.register_adapter_conf_options(conf, neutron_group.name,
-                                             include_deprecated=False)
-    conf.set_default('service_type', DEFAULT_SERVICE_TYPE,
-                     group=neutron_group.name)
-    conf.set_default('valid_interfaces', ['internal', 'public'],
-                     group=neutron_group.name)
-    conf.set_default('timeout', DEFAULT_TIMEOUT, group=neutron_group.name)
+
+
+def register_client_opts(conf):
+    """Register keystoneauth1's options of ``[neutron]``
+    (``scheduler.conf.keystoneauth``), with Nova 34's defaults for the
+    service type and interfaces, and ``DEFAULT_TIMEOUT``."""
+    keystoneauth.register_opts(conf, neutron_group.name, {
+        'service_type': DEFAULT_SERVICE_TYPE,
+        'valid_interfaces': ['internal', 'public'],
+        'timeout': DEFAULT_TIMEOUT})
 
 
 def list_opts():
-    auth_opts = ks_loading.get_auth_common_conf_options()
-    plugin_opts = ks_loading.get_auth_plugin_conf_options('password')
-    return {
-        neutron_group: (
-            neutron_opts + ks_loading.get_session_conf_options() +
-            auth_opts +
-            [opt for opt in plugin_opts
-             if opt.dest not in {o.dest for o in auth_opts}] +
-            ks_loading.get_adapter_conf_options(include_deprecated=False)),
-    }
+    return {neutron_group: neutron_opts + keystoneauth.all_opts()}

@@ -11,10 +11,10 @@ in-memory view of the resource providers (see ``docs/placement.rst``).
 Both are used only with ``[scheduler] use_placement``.
 """
 
-from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
 from scheduler.conf import groups
+from scheduler.conf import keystoneauth
 
 placement_group = cfg.OptGroup(
     name='placement', title='Placement service options',
@@ -96,35 +96,28 @@ DEFAULT_SERVICE_TYPE = 'placement'
 DEFAULT_TIMEOUT = 5.0
 
 
-def _adapter_opts():
-    return ks_loading.get_adapter_conf_options(include_deprecated=False)
-
-
 def register_opts(conf):
+    """Register this module's groups and options, but keystoneauth1's
+    (``register_client_opts``)."""
     groups.register_group(conf, placement_group)
-    ks_loading.register_session_conf_options(conf, placement_group.name)
-    ks_loading.register_auth_conf_options(conf, placement_group.name)
-    ks_loading.register_adapter_conf_options(conf, placement_group.name,
-                                             include_deprecated=False)
-    conf.set_default('service_type', DEFAULT_SERVICE_TYPE,
-                     group=placement_group.name)
-    conf.set_default('valid_interfaces', ['internal', 'public'],
-                     group=placement_group.name)
-    conf.set_default('timeout', DEFAULT_TIMEOUT, group=placement_group.name)
     groups.register_group(conf, placement_database_group)
     conf.register_opts(placement_database_opts,
                        group=placement_database_group)
     conf.register_opts(placement_candidate_opts, group=placement_group)
 
 
+def register_client_opts(conf):
+    """Register keystoneauth1's options of ``[placement]``
+    (``scheduler.conf.keystoneauth``), with Nova 34's defaults for the
+    service type and interfaces, and ``DEFAULT_TIMEOUT``."""
+    keystoneauth.register_opts(conf, placement_group.name, {
+        'service_type': DEFAULT_SERVICE_TYPE,
+        'valid_interfaces': ['internal', 'public'],
+        'timeout': DEFAULT_TIMEOUT})
+
+
 def list_opts():
-    auth_opts = ks_loading.get_auth_common_conf_options()
-    plugin_opts = ks_loading.get_auth_plugin_conf_options('password')
     return {
-        placement_group: (
-            ks_loading.get_session_conf_options() + auth_opts +
-            [opt for opt in plugin_opts
-             if opt.dest not in {o.dest for o in auth_opts}] +
-            _adapter_opts() + placement_candidate_opts),
+        placement_group: keystoneauth.all_opts() + placement_candidate_opts,
         placement_database_group: placement_database_opts,
     }

@@ -24,14 +24,9 @@ this release needs, which ``scheduler-service`` (before it starts) and
 or writes the schema) share: "run ``scheduler-manage db sync``".
 """
 
-import functools
 import os
 
 import sqlalchemy as sa
-from alembic import command as alembic_command
-from alembic import config as alembic_config
-from alembic import migration as alembic_migration
-from alembic import script as alembic_script
 
 from scheduler.db import api
 from scheduler.db import models
@@ -42,6 +37,13 @@ MIGRATIONS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)),
 # Where releases before Nova database mode kept our revision.
 LEGACY_VERSION_TABLE = 'alembic_version'
 
+# The revision ids of our migrations, oldest first: the last is the head
+# ``db_sync`` upgrades to.  Written out so that reading a database's
+# revision (``schema_problem``, before every ``scheduler-manage``
+# command) needs no alembic, whose import takes about 0.1 s; a unit test
+# holds the tuple to alembic's script directory.
+REVISIONS = ('9e7fde3ef797', '766c43d51da2', 'b7d2c4e9f013', 'e5a1c9d07b34')
+
 
 class ForeignSchema(Exception):
     """The database holds another application's schema (str: what was
@@ -49,31 +51,32 @@ class ForeignSchema(Exception):
 
 
 def _alembic_config(connection):
+    from alembic import config as alembic_config
+
     config = alembic_config.Config()
     config.set_main_option('script_location', MIGRATIONS_DIR)
     config.attributes['connection'] = connection
     return config
 
 
-@functools.cache
 def our_revisions():
     """The frozenset of the revision ids (str) of our migrations."""
-    scripts = alembic_script.ScriptDirectory(MIGRATIONS_DIR)
-    return frozenset(script.revision for script in scripts.walk_revisions())
+    return frozenset(REVISIONS)
 
 
-@functools.cache
 def head_revision():
     """The revision id (str) ``db_sync`` upgrades to."""
-    return alembic_script.ScriptDirectory(MIGRATIONS_DIR).get_current_head()
+    return REVISIONS[-1]
 
 
 def _heads(connection, version_table):
-    """The revision ids recorded in ``version_table`` (a tuple, empty when
-    the table is missing or empty)."""
-    context = alembic_migration.MigrationContext.configure(
-        connection, opts={'version_table': version_table})
-    return tuple(context.get_current_heads())
+    """The revision ids recorded in ``version_table`` (alembic's table of
+    one ``version_num`` column; a tuple, empty when the table is missing
+    or empty)."""
+    if not sa.inspect(connection).has_table(version_table):
+        return ()
+    table = sa.table(version_table, sa.column('version_num'))
+    return tuple(connection.execute(sa.select(table.c.version_num)).scalars())
 
 
 def _refusal(url, found):
@@ -133,6 +136,8 @@ def _adopt_legacy_version(connection):
         return
     legacy = _heads(connection, LEGACY_VERSION_TABLE)
     if legacy:
+        from alembic import command as alembic_command
+
         alembic_command.stamp(_alembic_config(connection), list(legacy))
         connection.execute(sa.text('DROP TABLE %s' % LEGACY_VERSION_TABLE))
 
@@ -147,6 +152,8 @@ def db_sync(engine=None, version='head'):
     :raises ForeignSchema: the database holds another application's
         schema (e.g. a Nova cell database); it is left untouched.
     """
+    from alembic import command as alembic_command
+
     engine = engine or api.get_engine()
     with engine.begin() as connection:
         _adopt_legacy_version(connection)

@@ -261,7 +261,10 @@ def placement_probe(conf: Any, timeout: float) -> Probe:
     def probe() -> None:
         from keystoneauth1 import loading
 
+        from scheduler.conf import placement
+
         if not adapters:
+            placement.register_client_opts(conf)
             auth = loading.load_auth_from_conf_options(conf, 'placement')
             session = loading.load_session_from_conf_options(
                 conf, 'placement', auth=auth, timeout=timeout)

@@ -98,6 +98,7 @@ class PlacementClient:
     Adapter, by default the one the ``[placement]`` options describe."""
 
     def __init__(self, adapter: Any = None, conf: Any = CONF) -> None:
+        placement_conf.register_client_opts(conf)
         self.adapter = adapter if adapter is not None else _adapter(conf)
         self.timeout = conf.placement.timeout or placement_conf.DEFAULT_TIMEOUT
 

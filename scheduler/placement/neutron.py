@@ -42,6 +42,7 @@ from keystoneauth1 import loading as ks_loading
 from oslo_log import log as logging
 
 from scheduler import exception
+from scheduler.conf import neutron as neutron_conf
 from scheduler.engine import deadline
 
 LOG = logging.getLogger(__name__)
@@ -58,11 +59,13 @@ InvalidRoutedNetwork = exception.InvalidRoutedNetwork
 def configured(conf: Any) -> bool:
     """Whether ``[neutron]`` says how to reach Neutron (an auth plugin or
     an endpoint)."""
+    neutron_conf.register_client_opts(conf)
     group = getattr(conf, GROUP)
     return bool(group.auth_type or group.endpoint_override)
 
 
 def _adapter(conf: Any) -> Any:
+    neutron_conf.register_client_opts(conf)
     auth = ks_loading.load_auth_from_conf_options(conf, GROUP)
     session = ks_loading.load_session_from_conf_options(conf, GROUP,
                                                         auth=auth)

@@ -27,6 +27,7 @@ from placement_api import PlacementAPI
 
 from scheduler import exception
 from scheduler.conf import CONF
+from scheduler.conf import placement as conf_placement
 from scheduler.drivers import filter_scheduler
 from scheduler.placement import refusals
 from scheduler.placement import view as view_lib
@@ -75,6 +76,7 @@ def ctx(db_url, nodes):
 
 @pytest.fixture
 def placement_conf(module_placement, conf):
+    conf_placement.register_client_opts(CONF)
     CONF.register_opts(ks_loading.get_auth_plugin_conf_options(
         'admin_token'), group='placement')
     conf.set_override('use_placement', True, 'scheduler')

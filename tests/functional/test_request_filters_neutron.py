@@ -23,6 +23,7 @@ from placement_api import PlacementAPI
 
 from scheduler import exception
 from scheduler.conf import CONF
+from scheduler.conf import neutron as conf_neutron
 from scheduler.drivers import filter_scheduler
 from scheduler.objects import network as network_obj
 from scheduler.placement import neutron
@@ -38,6 +39,7 @@ SEGMENT, PORT, RM_PORT = (str(uuid.uuid4()) for _ in range(3))
 def _neutron_conf(conf, standin, token=TOKEN):
     """``[neutron]`` on the stand-in through ``auth_type =
     admin_token``."""
+    conf_neutron.register_client_opts(CONF)
     CONF.register_opts(ks_loading.get_auth_plugin_conf_options(
         'admin_token'), group='neutron')
     conf.set_override('auth_type', 'admin_token', 'neutron')

@@ -5,6 +5,7 @@ import pytest
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
+from scheduler import conf as scheduler_conf
 from scheduler.conf import opts
 from scheduler.conf import placement
 
@@ -13,6 +14,7 @@ def _configuration():
     conf = cfg.ConfigOpts()
     for module in opts._MODULES:
         module.register_opts(conf)
+    scheduler_conf.register_client_opts(conf)
     conf([], default_config_files=[], default_config_dirs=[])
     return conf
 

@@ -183,3 +183,29 @@ def test_manage_db_sync_refuses_a_foreign_database(db_url, db_engine,
     assert result.returncode == 1
     assert 'ab450ba04102' in result.stderr
     assert _tables(db_engine) == {'alembic_version'}
+
+
+# -- the revisions written out, and a check that needs no alembic -------------
+
+def test_the_revisions_written_out_are_alembic_s_in_order():
+    scripts = alembic_script.ScriptDirectory(migration.MIGRATIONS_DIR)
+    oldest_first = [script.revision
+                    for script in reversed(list(scripts.walk_revisions()))]
+    assert list(migration.REVISIONS) == oldest_first
+    assert migration.head_revision() == scripts.get_current_head()
+
+
+def test_reading_the_revision_imports_no_alembic(tmp_path):
+    url = 'sqlite:///%s' % (tmp_path / 'r.sqlite')
+    migration.db_sync(sa.create_engine(url))
+    code = ('import sys, sqlalchemy as sa\n'
+            'from scheduler.db import migration\n'
+            'engine = sa.create_engine(%r)\n'
+            'print(migration.schema_problem(engine), migration.db_version('
+            'engine))\n'
+            'print(sorted(m for m in sys.modules if m.startswith("alembic")))'
+            % url)
+    result = subprocess.run([sys.executable, '-c', code], check=True,
+                            capture_output=True, text=True)
+    assert result.stdout.splitlines() == [
+        'None %s' % migration.head_revision(), '[]']

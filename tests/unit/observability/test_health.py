@@ -179,6 +179,7 @@ def test_placement_probe(placement_api):
     # (admin_token's ``endpoint``) may already be in the global CONF's.
     own = cfg.ConfigOpts()
     conf_placement.register_opts(own)
+    conf_placement.register_client_opts(own)
     own([], default_config_files=[], default_config_dirs=[])
     own.set_override('auth_type', 'none', 'placement')
     own.set_override('endpoint_override', url, 'placement')
