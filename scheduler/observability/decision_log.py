@@ -27,9 +27,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from oslo_log import log as logging
+import logging
 
-LOG = logging.getLogger(__name__)
+from oslo_log import log as oslo_logging
+
+LOG = oslo_logging.getLogger(__name__)
 
 SELECTED = 'Selected destinations for request %s in %.1f ms: %s'
 NO_VALID_HOST = 'No valid host for request %s in %.1f ms, instances %s: %s'
@@ -55,7 +57,10 @@ def selected(context: Any, spec_obj: Any,
              selections: Sequence[Sequence[Any]], seconds: float) -> None:
     """Log the answer of a call: ``selections`` holds one list of
     Selection per instance, the chosen host first, then its alternates;
-    ``seconds`` the time the call took."""
+    ``seconds`` the time the call took.  Nothing is formatted when INFO
+    is off (a 1,000-instance answer's line is long)."""
+    if not LOG.isEnabledFor(logging.INFO):
+        return
     uuids = _uuids(spec_obj, instance_uuids, len(selections))
     items = ', '.join(
         '%s on %s:%s (%d alternates)' % (
@@ -69,6 +74,8 @@ def refused(context: Any, spec_obj: Any,
             seconds: float) -> None:
     """Log a call answered NoValidHost (``reason``: the exception or its
     text) after ``seconds``."""
+    if not LOG.isEnabledFor(logging.INFO):
+        return
     count = len(instance_uuids or ()) or spec_obj.obj_get('num_instances') \
         or 1
     uuids = _uuids(spec_obj, instance_uuids, count)

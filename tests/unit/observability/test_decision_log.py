@@ -139,3 +139,20 @@ def test_a_requested_host_is_logged(endpoint, caplog):
         mgr.select_destinations(context, spec_obj=spec,
                                 return_objects=True)
     assert _lines(caplog, 'Requested destination h1:None matched 1 node')
+
+
+class _Untouchable:
+    """A value whose every attribute read fails the test."""
+
+    def __getattr__(self, name):
+        raise AssertionError('read %s with INFO off' % name)
+
+
+def test_nothing_is_formatted_when_info_is_off(caplog):
+    from scheduler.observability import decision_log
+
+    caplog.set_level(logging.WARNING, logger=decision_log.__name__)
+    spec = _Untouchable()
+    decision_log.selected(None, spec, None, [[_Untouchable()]], 0.001)
+    decision_log.refused(None, spec, None, 'reason', 0.001)
+    assert caplog.records == []
