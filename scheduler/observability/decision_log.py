@@ -24,10 +24,9 @@ sends none for a multi-create) is named ``-``.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
-
-import logging
 
 from oslo_log import log as oslo_logging
 

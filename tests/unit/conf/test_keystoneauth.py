@@ -4,8 +4,8 @@ when a client needs them, not when the configuration is imported."""
 import subprocess
 import sys
 
-from oslo_config import cfg
 import pytest
+from oslo_config import cfg
 
 from scheduler.conf import keystoneauth
 from scheduler.conf import neutron
