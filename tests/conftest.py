@@ -389,6 +389,10 @@ class ConfOverrides:
     def __getattr__(self, name):
         return getattr(self._conf, name)
 
+    def __getitem__(self, group):
+        # keystoneauth1 reads ``conf[group]``.
+        return self._conf[group]
+
 
 @pytest.fixture
 def parsed_conf_restored():

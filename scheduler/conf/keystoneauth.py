@@ -12,19 +12,22 @@ files were read is fine: oslo.config looks a value up when it is read.
 (``scheduler.conf.opts.list_opts``).
 """
 
-from collections.abc import Mapping
 from typing import Any
 
 from oslo_config import cfg
 
+# Nova 34's default of ``valid_interfaces`` for the services it calls.
+VALID_INTERFACES = ['internal', 'public']
 
-def register_opts(conf: cfg.ConfigOpts, group: str,
-                  defaults: Mapping[str, Any]) -> None:
+
+def register_opts(conf: Any, group: str, service_type: str,
+                  timeout: float) -> None:
     """Register keystoneauth1's session, auth and adapter options
     (without the deprecated adapter names, as Nova 34 does) in
-    ``[group]`` of ``conf``, with ``defaults`` (option name: value) for
-    some of them; a no-op when they are registered already.  ``group``
-    must be registered."""
+    ``[group]`` of ``conf`` (a ``ConfigOpts``), with ``service_type``,
+    ``VALID_INTERFACES`` and ``timeout`` (seconds a request may take;
+    keystoneauth1 has none) as defaults; a no-op when they are
+    registered already.  ``group`` must be registered."""
     if 'auth_type' in getattr(conf, group):
         return
     from keystoneauth1 import loading
@@ -33,8 +36,9 @@ def register_opts(conf: cfg.ConfigOpts, group: str,
     loading.register_auth_conf_options(conf, group)
     loading.register_adapter_conf_options(conf, group,
                                           include_deprecated=False)
-    for name, value in defaults.items():
-        conf.set_default(name, value, group=group)
+    conf.set_default('service_type', service_type, group=group)
+    conf.set_default('valid_interfaces', VALID_INTERFACES, group=group)
+    conf.set_default('timeout', timeout, group=group)
 
 
 def all_opts(plugin: str = 'password') -> list[cfg.Opt]:

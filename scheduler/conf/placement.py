@@ -110,10 +110,8 @@ def register_client_opts(conf):
     """Register keystoneauth1's options of ``[placement]``
     (``scheduler.conf.keystoneauth``), with Nova 34's defaults for the
     service type and interfaces, and ``DEFAULT_TIMEOUT``."""
-    keystoneauth.register_opts(conf, placement_group.name, {
-        'service_type': DEFAULT_SERVICE_TYPE,
-        'valid_interfaces': ['internal', 'public'],
-        'timeout': DEFAULT_TIMEOUT})
+    keystoneauth.register_opts(conf, placement_group.name,
+                               DEFAULT_SERVICE_TYPE, DEFAULT_TIMEOUT)
 
 
 def list_opts():
