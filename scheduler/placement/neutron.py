@@ -80,6 +80,7 @@ class NeutronClient:
     ``[neutron]`` options describe (made at the first call)."""
 
     def __init__(self, conf: Any, adapter: Any = None) -> None:
+        neutron_conf.register_client_opts(conf)
         self._conf = conf
         self._adapter = adapter
         self._lock = threading.Lock()
