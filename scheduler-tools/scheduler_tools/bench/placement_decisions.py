@@ -38,7 +38,9 @@ def placement_mode(url: str, database_url: str) -> Iterator[None]:
     through ``auth_type = admin_token``) and its database, for the
     decisions measured in this process; the options are restored after."""
     from scheduler.conf import CONF
+    from scheduler.conf import placement
 
+    placement.register_client_opts(CONF)
     if 'token' not in CONF.placement:
         CONF.register_opts(ks_loading.get_auth_plugin_conf_options(
             'admin_token'), group='placement')
