@@ -21,13 +21,11 @@ import uuid
 
 import fakes
 import pytest
-from keystoneauth1 import loading as ks_loading
 from placement_api import ComputeProvider
 from placement_api import PlacementAPI
 
 from scheduler import exception
 from scheduler.conf import CONF
-from scheduler.conf import placement as conf_placement
 from scheduler.drivers import filter_scheduler
 from scheduler.placement import refusals
 from scheduler.placement import view as view_lib
@@ -74,18 +72,11 @@ def ctx(db_url, nodes):
     return context
 
 
-@pytest.fixture
-def placement_conf(module_placement, conf):
-    conf_placement.register_client_opts(CONF)
-    CONF.register_opts(ks_loading.get_auth_plugin_conf_options(
-        'admin_token'), group='placement')
-    conf.set_override('use_placement', True, 'scheduler')
-    conf.set_override('auth_type', 'admin_token', 'placement')
-    conf.set_override('endpoint', module_placement.url, 'placement')
-    conf.set_override('token', 'admin', 'placement')
-    conf.set_override('connection', module_placement.database_url,
-                      'placement_database')
-    return conf
+@pytest.fixture(scope='module')
+def placement_server(module_placement):
+    """This module's Placement for ``placement_conf``: the tests must
+    know every provider it holds."""
+    return module_placement
 
 
 SUMMARY = ('0/4 compute nodes are allocation candidates; eliminated '
