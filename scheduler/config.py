@@ -35,7 +35,7 @@ def version():
 
 
 def parse_args(argv, default_config_files=None, messaging=True,
-               terminal=None):
+               terminal=None, epilog=None):
     """Parse ``argv`` into CONF and set up logging for the service.
 
     ``messaging=False`` leaves oslo.messaging unimported (its defaults,
@@ -43,7 +43,7 @@ def parse_args(argv, default_config_files=None, messaging=True,
     nothing, whose start-up it would slow down; one that then sends
     calls ``rpc.set_defaults()`` itself first.  ``terminal``
     (``'stderr'`` or ``'stdout'``), for a command-line tool: see
-    ``log_to_terminal``.
+    ``log_to_terminal``.  ``epilog``: what ``--help`` prints last.
     """
     register_log_options()
     if messaging:
@@ -53,7 +53,7 @@ def parse_args(argv, default_config_files=None, messaging=True,
 
         rpc.set_defaults()
     CONF(argv, project='scheduler', version=version(),
-         default_config_files=default_config_files)
+         default_config_files=default_config_files, epilog=epilog)
     if terminal is not None:
         log_to_terminal(terminal)
     logging.setup(CONF, 'scheduler')

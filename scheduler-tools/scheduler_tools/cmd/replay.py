@@ -35,6 +35,7 @@ from scheduler import config
 from scheduler.conf import CONF
 from scheduler_tools.replay import agent
 from scheduler_tools.replay import fleet
+from scheduler_tools.replay import glossary
 from scheduler_tools.replay import options
 from scheduler_tools.replay import report
 from scheduler_tools.replay import runner
@@ -55,7 +56,8 @@ def _parse(argv):
     options.register_opts(CONF)
     logging.set_defaults(default_log_levels=(
         logging.get_default_log_levels() + QUIET_LOG_LEVELS))
-    config.parse_args(sys.argv[1:] if argv is None else argv)
+    config.parse_args(sys.argv[1:] if argv is None else argv,
+                      epilog=glossary.epilog())
     if CONF.debug or CONF.log_file:
         # The user asked for logs: their levels, not the quiet ones.
         for pair in QUIET_LOG_LEVELS:

@@ -94,10 +94,6 @@ def table_rows(summary):
     if 'allocation_ratios' in settings:
         rows.append(('Allocation ratios cpu / ram / disk (effective)',
                      _ratios(settings['allocation_ratios'])))
-    bound = summary.get('trace_bound')
-    if bound:
-        rows.append(('Lower bound, every VM placed: peak / mean',
-                     _peak_mean(bound)))
     if summary.get('fleet'):
         rows += _fleet_rows(summary['fleet'])
     rows += _moment_rows(summary.get('no_valid_host_moments') or [])
