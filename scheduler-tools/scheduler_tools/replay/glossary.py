@@ -34,8 +34,8 @@ TERMS: tuple[tuple[str, str], ...] = (
      'instances requested divided by the wall time.'),
     ('Allocation ratios',
      'what the scheduler multiplies each node\'s vCPUs, RAM and disk by '
-     '(the node\'s own ratio, else [DEFAULT] *_allocation_ratio, else '
-     'initial_*_allocation_ratio, as Nova resolves them).'),
+     '(the node\'s own ratio, else the [DEFAULT] option of that name, '
+     'else that name with initial in front, as Nova resolves them).'),
     ('Lower bound',
      'the fewest nodes that could hold the running VMs at once, resource '
      'by resource, however the VMs were split: no placement can use '
