@@ -9,9 +9,13 @@ benchmark and the tests:
     returns an admin context.
 ``HostSpec``, ``compute_node_values``, ``aggregate_members``
     A compute node of a fleet (CPUs, RAM in MiB, disk in GiB, zone,
-    aggregates, allocation ratios, hypervisor type), its ``compute_nodes``
-    row with nothing used, and the aggregates of a fleet: a zone is the
-    aggregate ``az-<zone>`` whose metadata sets ``availability_zone``.
+    aggregates, allocation ratios, hypervisor type, GPUs), its
+    ``compute_nodes`` row with nothing used, and the aggregates of a
+    fleet: a zone is the aggregate ``az-<zone>`` whose metadata sets
+    ``availability_zone``.
+``gpu_pci_stats``
+    The ``pci_stats`` of a node's GPUs, as nova-compute reports PCI
+    passthrough devices: one pool of the node's GPU model.
 ``seed_fleet(ctx, hosts)``
     Row by row through ``scheduler_tools.writers``, into a database
     without compute nodes: one ``nova-compute`` service per host (alive
@@ -33,6 +37,7 @@ benchmark and the tests:
 import dataclasses
 import datetime
 import uuid
+import zlib
 
 import sqlalchemy as sa
 from oslo_utils import timeutils
@@ -54,6 +59,10 @@ RATIO_NAMES = ('cpu_allocation_ratio', 'ram_allocation_ratio',
                'disk_allocation_ratio')
 # Rows per INSERT (and ids per DELETE) of the bulk path.
 INSERT_CHUNK = 2000
+# The PCI pools of GPUs (see ``gpu_pci_stats``).
+GPU_VENDOR_ID = '10de'
+GPU_DEV_TYPE = 'type-PCI'
+GPU_MODEL_TAG = 'gpu_model'
 
 
 class FleetError(ValueError):
@@ -62,7 +71,8 @@ class FleetError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class HostSpec:
-    """One compute node of a fleet: CPUs, RAM in MiB, disk in GiB."""
+    """One compute node of a fleet: CPUs, RAM in MiB, disk in GiB;
+    ``gpus`` GPUs of model ``gpu_model`` as PCI passthrough devices."""
 
     host: str
     nodename: str
@@ -75,6 +85,8 @@ class HostSpec:
     ram_allocation_ratio: float | None = None
     disk_allocation_ratio: float | None = None
     hypervisor_type: str = DEFAULT_HYPERVISOR_TYPE
+    gpus: int = 0
+    gpu_model: str | None = None
 
 
 def use_database(url):
@@ -86,15 +98,60 @@ def use_database(url):
 
 
 def check_fleet(hosts):
-    """Raise FleetError when ``hosts`` is empty or repeats a node."""
+    """Raise FleetError when ``hosts`` is empty, repeats a node, has GPUs
+    without a model, or two GPU models share a product id."""
     if not hosts:
         raise FleetError('the fleet has no compute node')
     seen = set()
+    models = {}
     for spec in hosts:
         key = (spec.host, spec.nodename)
         if key in seen:
             raise FleetError('compute node %s:%s is listed twice' % key)
         seen.add(key)
+        if spec.gpus and not spec.gpu_model:
+            raise FleetError('compute node %s:%s has GPUs but no GPU '
+                             'model' % key)
+        if spec.gpus:
+            models.setdefault(gpu_product_id(spec.gpu_model),
+                              set()).add(spec.gpu_model)
+    for product, names in models.items():
+        if len(names) > 1:
+            raise FleetError('GPU models %s share the product id %s; '
+                             'rename one' % (', '.join(sorted(names)),
+                                             product))
+
+
+# ----------------------------------------------------------------- GPUs --
+
+def gpu_product_id(model):
+    """The PCI ``product_id`` standing for GPU ``model``: the last four
+    hexadecimal digits of the CRC-32 of its name (a fleet names models,
+    not PCI ids; ``check_fleet`` refuses two models with one id)."""
+    return '%04x' % (zlib.crc32(model.encode('utf-8')) & 0xffff)
+
+
+def gpu_pci_stats(model, count):
+    """The ``compute_nodes.pci_stats`` of a node with ``count`` free GPUs
+    of ``model`` (None without GPUs): Nova's ``PciDevicePoolList``
+    primitive with one pool, ``vendor_id`` GPU_VENDOR_ID,
+    ``gpu_product_id(model)``, no NUMA node (the fleets say nothing of
+    NUMA) and the tags ``dev_type: type-PCI`` and ``gpu_model: <model>``
+    (the tag a ``[pci] device_spec`` entry would set)."""
+    if not count:
+        return None
+    pool = {'vendor_id': GPU_VENDOR_ID,
+            'product_id': gpu_product_id(model), 'numa_node': None,
+            'count': count, 'tags': {'dev_type': GPU_DEV_TYPE,
+                                     GPU_MODEL_TAG: model}}
+    return {'nova_object.name': 'PciDevicePoolList',
+            'nova_object.namespace': 'nova',
+            'nova_object.version': '1.1',
+            'nova_object.data': {'objects': [{
+                'nova_object.name': 'PciDevicePool',
+                'nova_object.namespace': 'nova',
+                'nova_object.version': '1.1',
+                'nova_object.data': pool}]}}
 
 
 # ----------------------------------------------------------------- rows --
@@ -117,6 +174,8 @@ def compute_node_values(spec):
     for name in RATIO_NAMES:
         if getattr(spec, name) is not None:
             values[name] = getattr(spec, name)
+    if spec.gpus:
+        values['pci_stats'] = gpu_pci_stats(spec.gpu_model, spec.gpus)
     return values
 
 

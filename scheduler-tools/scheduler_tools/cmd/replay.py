@@ -10,6 +10,8 @@ replay's options (``--trace``, ``--limit``,
 ``--placements``, ``--transport-url``, ``--database-connection``,
 ``--seed-only``, ``--no-seed``, ...) parse with it; see
 ``scheduler_tools.replay`` and ``scheduler-replay --help``.
+``--find-fleet`` and ``--fill-until-failure`` plan capacity instead
+(``scheduler_tools.replay.planning``) and print their own table.
 
 The progress bar and the tables are the output, so the service's and
 the transport's INFO lines are hidden (``QUIET_LOG_LEVELS``) unless the
@@ -37,6 +39,8 @@ from scheduler_tools.replay import agent
 from scheduler_tools.replay import fleet
 from scheduler_tools.replay import glossary
 from scheduler_tools.replay import options
+from scheduler_tools.replay import planning
+from scheduler_tools.replay import planning_report
 from scheduler_tools.replay import report
 from scheduler_tools.replay import runner
 from scheduler_tools.replay import trace
@@ -74,12 +78,18 @@ def main(argv=None):
     _parse(argv)
     try:
         settings = options.Settings(CONF)
-        result = runner.run(settings)
+        if settings.planning:
+            result = planning.run(settings)
+        else:
+            result = runner.run(settings)
     except EXPECTED_ERRORS as exc:
         print('scheduler-replay: error: %s' % exc, file=sys.stderr)
         return 2
     if settings.seed_only:
         print('Seeded %d compute node(s).' % result['seeded_nodes'])
+        return 0
+    if settings.planning:
+        planning_report.print_tables(result)
         return 0
     report.print_tables(result)
     return 0

@@ -20,6 +20,13 @@ Layout:
 ``trace``
     Trace CSVs (plain or ``.gz``), grouping a tenant's simultaneous VMs
     into multi-instance requests, and the time-ordered event queue.
+``formats``, ``azure_flavor_seq``, ``alibaba_gpu``
+    The trace formats: detected from the path; the Azure 2017 trace as
+    a flavor sequence; the Alibaba GPU trace, its node list a fleet.
+``gpus``, ``gpu_figures``
+    GPUs as Nova schedules them (PCI passthrough devices: the alias,
+    the RequestSpec's ``pci_requests``, PciPassthroughFilter), and a
+    run's GPU figures.
 ``capacity``
     The fleet's capacity and resolved allocation ratios, the capacity
     lower bound, the trace's demand and flavor mix.
@@ -53,6 +60,12 @@ Layout:
     The run: the trace read, the fleet seeded, the heartbeat thread, the
     replay and its outputs; the module docstring says why placements are
     deterministic.
+``planning``, ``planning_runs``, ``planning_report``
+    Capacity planning (``--find-fleet``, ``--fill-until-failure``): the
+    searches, one policy's run on one fleet, their tables, JSON and
+    plots.
+``glossary``
+    The terms of the table and their definitions.
 ``data/``
     ``azure-v1-slice.csv.gz``, the first 3,000 VMs of the Azure 2017
     trace (CC BY 4.0; ``data/SOURCE.rst`` gives its source, attribution

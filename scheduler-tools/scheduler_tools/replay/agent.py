@@ -13,7 +13,13 @@ compute node's resource tracker would report, with Nova's arithmetic
 * ``running_vms`` counts the instances, and the ``stats`` JSON holds
   ``num_instances``, ``num_vm_active``, ``num_task_None``,
   ``num_os_type_None``, ``num_proj_<project>`` and ``io_workload`` (0: a
-  build is over by the time the row is written).
+  build is over by the time the row is written);
+* ``pci_stats`` holds the node's PCI device pools with the free devices
+  (``scheduler.resources.pci_pools``): an instance's PCI requests (its
+  GPUs, ``gpus``) take devices from them as nova-compute's PCI tracker
+  claims them, greedily in pool order, and give the same pools' devices
+  back when it is deleted.  A node the scheduler chose without the
+  devices is an AgentError, as the compute claim would fail.
 
 ``ComputeAgents`` does what the chosen compute services do after a
 decision, in one database transaction for the whole request: it records
@@ -55,7 +61,9 @@ from oslo_utils import timeutils
 from scheduler.db import api as db
 from scheduler.db import claims
 from scheduler.objects import instance as instance_obj
+from scheduler.resources import pci_pools
 from scheduler.view.host_state import resolve_allocation_ratio
+from scheduler_tools.replay import gpus as gpus_mod
 
 ACTIVE = 'active'
 RUNNING = 1  # Nova's power_state.RUNNING
@@ -67,23 +75,26 @@ CAST_FIELDS = ('uuid', 'host', 'node', 'instance_type_id', 'project_id')
 # The compute_nodes columns a node reports (``NodeUsage.row_values``).
 ROW_COLUMNS = ('vcpus_used', 'memory_mb_used', 'local_gb_used',
                'free_ram_mb', 'free_disk_gb', 'disk_available_least',
-               'running_vms', 'current_workload', 'stats')
+               'running_vms', 'current_workload', 'stats', 'pci_stats')
 
 
 class AgentError(RuntimeError):
-    """The scheduler chose a node the agents do not know."""
+    """The scheduler chose a node the agents do not know, or one without
+    the PCI devices the instance asks for."""
 
 
 @dataclasses.dataclass(slots=True)
 class Placed:
     """An instance the replay created: its VM, uuid (None in a
-    simulation), node key and node index in the fleet."""
+    simulation), node key and node index in the fleet, and the PCI
+    devices it holds: ``((pool index, count), ...)`` of its node."""
 
     vm: object
     uuid: str | None
     host: str
     nodename: str
     index: int = -1
+    devices: tuple = ()
 
     @property
     def node_key(self):
@@ -95,13 +106,15 @@ class NodeUsage:
 
     Capacities are physical (``vcpus`` CPUs, ``memory_mb`` MiB,
     ``local_gb`` GiB); ``*_limit`` are capacity times the allocation
-    ratio that the scheduler applies to this node.
+    ratio that the scheduler applies to this node.  ``pci_stats`` is the
+    row's value (None: no PCI device); ``gpus`` counts the GPUs of its
+    pools, ``gpus_used`` those taken.
     """
 
     def __init__(self, compute_id, host, nodename, vcpus, memory_mb,
                  local_gb, cpu_allocation_ratio=None,
                  ram_allocation_ratio=None, disk_allocation_ratio=None,
-                 index=-1):
+                 index=-1, pci_stats=None):
         self.compute_id = compute_id
         self.index = index
         self.host = host
@@ -120,6 +133,10 @@ class NodeUsage:
         self.local_gb_used = 0
         self.running_vms = 0
         self.projects = collections.Counter()
+        self.pci_stats = pci_stats
+        self.pools = pci_pools.parse_pools(pci_stats)
+        self.gpus = gpus_mod.gpu_count(self.pools)
+        self.gpus_used = 0
 
     @classmethod
     def from_row(cls, row, index=-1):
@@ -130,7 +147,8 @@ class NodeUsage:
                    row['vcpus'], row['memory_mb'], row['local_gb'],
                    row.get('cpu_allocation_ratio'),
                    row.get('ram_allocation_ratio'),
-                   row.get('disk_allocation_ratio'), index)
+                   row.get('disk_allocation_ratio'), index,
+                   row.get('pci_stats'))
         node.vcpus_used = row.get('vcpus_used') or 0
         node.memory_mb_used = row.get('memory_mb_used') or 0
         node.local_gb_used = row.get('local_gb_used') or 0
@@ -160,10 +178,46 @@ class NodeUsage:
         """Stop counting an instance of ``vm``'s size."""
         self._apply(vm, -1)
 
+    def take_devices(self, pci_requests):
+        """Claim the devices of ``pci_requests`` (anything
+        ``pci_pools.request_list`` accepts) from the pools, as Nova's PCI
+        tracker does; returns ``((pool index, count), ...)`` taken.
+
+        :raises AgentError: the pools cannot serve them.
+        """
+        requests = pci_pools.request_list(pci_requests)
+        if not requests:
+            return ()
+        before = [pool.count for pool in self.pools]
+        try:
+            pci_pools.apply_requests(self.pools, requests)
+        except pci_pools.PciDeviceRequestFailed:
+            raise AgentError(
+                'the scheduler chose %s:%s, which lacks the PCI devices '
+                'asked for (is %s enabled?)'
+                % (self.host, self.nodename, gpus_mod.FILTER_NAME)) from None
+        taken = tuple((index, count - pool.count) for index, (pool, count)
+                      in enumerate(zip(self.pools, before, strict=True))
+                      if count != pool.count)
+        self._count_gpus(taken, +1)
+        return taken
+
+    def return_devices(self, devices):
+        """Give back ``devices`` (from ``take_devices``) to their pools."""
+        for index, count in devices:
+            self.pools[index].count += count
+        self._count_gpus(devices, -1)
+
+    def _count_gpus(self, devices, sign):
+        self.gpus_used += sign * sum(
+            count for index, count in devices
+            if gpus_mod.is_gpu_pool(self.pools[index]))
+
     @property
     def usage(self):
-        """``(vcpus_used, memory_mb_used, local_gb_used)``."""
-        return (self.vcpus_used, self.memory_mb_used, self.local_gb_used)
+        """``(vcpus_used, memory_mb_used, local_gb_used, gpus_used)``."""
+        return (self.vcpus_used, self.memory_mb_used, self.local_gb_used,
+                self.gpus_used)
 
     @property
     def free_ram_mb(self):
@@ -213,7 +267,14 @@ class NodeUsage:
                 'disk_available_least': self.free_disk_gb,
                 'running_vms': self.running_vms,
                 'current_workload': 0,
-                'stats': self.stats()}
+                'stats': self.stats(),
+                'pci_stats': self._pci_stats()}
+
+    def _pci_stats(self):
+        """The ``pci_stats`` value: the row's, with the free counts."""
+        if self.pci_stats is None:
+            return None
+        return pci_pools.pools_to_raw(self.pools, self.pci_stats)
 
 
 def instance_values(vm, instance_uuid, host, nodename, flavor_id=None,
@@ -267,6 +328,8 @@ def _node_params(node, now):
     params = {'new_' + name: value
               for name, value in node.row_values().items()}
     params['new_stats'] = jsonutils.dumps(params['new_stats'])
+    if not isinstance(params['new_pci_stats'], (str, type(None))):
+        params['new_pci_stats'] = jsonutils.dumps(params['new_pci_stats'])
     params.update(node_id=node.compute_id, now=now)
     return params
 
@@ -337,15 +400,20 @@ class ComputeAgents:
                               version=4))
                 for start in range(0, len(data), UUID_BYTES)]
 
-    def spawn(self, vms, uuids, destinations, flavor_id=None):
+    def spawn(self, vms, uuids, destinations, flavor_id=None,
+              pci_requests=None):
         """Build ``vms[i]`` (uuid ``uuids[i]``) on ``destinations[i]``
-        (``{'host', 'nodename', ...}`` dicts from select_destinations).
+        (``{'host', 'nodename', ...}`` dicts from select_destinations),
+        each instance claiming the devices of ``pci_requests`` (the
+        request's, the same for each instance; None: no device).
 
         In one transaction: create the instances, write every chosen
         node's row and release the instances' claims; once committed,
         cast each node's new instances, nodes in order of first choice.
         Returns ``(placed, nodes)``: the Placed list in ``vms`` order and
         the NodeUsages changed.
+
+        :raises AgentError: an unknown node, or one without the devices.
         """
         by_node = collections.OrderedDict()
         placed = []
@@ -353,7 +421,7 @@ class ComputeAgents:
                                            strict=True):
             node = self.node(dest['host'], dest['nodename'])
             record = Placed(vm, instance_uuid, node.host, node.nodename,
-                            node.index)
+                            node.index, node.take_devices(pci_requests))
             placed.append(record)
             by_node.setdefault(node.key, []).append(record)
         now = timeutils.utcnow()
@@ -386,6 +454,7 @@ class ComputeAgents:
         NodeUsage changed."""
         node = self.node(record.host, record.nodename)
         node.remove(record.vm)
+        node.return_devices(record.devices)
         return node
 
     def commit_removals(self, records):

@@ -18,6 +18,10 @@ A fleet CSV has one compute node per row and a header line.  Columns:
     scheduler's ``[DEFAULT]`` options (or Nova's 16.0 / 1.5 / 1.0) apply.
 ``hypervisor_type`` (optional)
     Default ``QEMU``.
+``gpus``, ``gpu_model`` (optional)
+    GPUs of the node (default 0) and their model (needed with GPUs): a
+    PCI device pool of that model in the row's ``pci_stats``
+    (``seed.gpu_pci_stats``).
 
 ``generate_fleet`` builds a homogeneous fleet from a host shape
 ``vcpus:memory_mb:local_gb`` (e.g. ``64:262144:2000``; without
@@ -33,6 +37,7 @@ back (the replay always works from the rows, seeded or not).
 import csv
 
 from scheduler.db import api as db
+from scheduler_tools.replay import trace
 from scheduler_tools.seed import DEFAULT_HYPERVISOR_TYPE
 from scheduler_tools.seed import RATIO_NAMES
 from scheduler_tools.seed import FleetError
@@ -43,6 +48,7 @@ FLEET_COLUMNS = ('host', 'nodename', 'vcpus', 'memory_mb', 'local_gb')
 OPTIONAL_COLUMNS = ('availability_zone', 'aggregates',
                     'cpu_allocation_ratio', 'ram_allocation_ratio',
                     'disk_allocation_ratio', 'hypervisor_type')
+GPU_COLUMNS = ('gpus', 'gpu_model')
 
 
 # ----------------------------------------------------------------- read --
@@ -98,6 +104,8 @@ def parse_host(row, line=0):
         aggregates=aggregates,
         hypervisor_type=(_cell(row, 'hypervisor_type') or
                          DEFAULT_HYPERVISOR_TYPE),
+        gpus=_count(row, 'gpus', line) if _cell(row, 'gpus') else 0,
+        gpu_model=_cell(row, 'gpu_model') or None,
         **{name: _ratio(row, name, line) for name in RATIO_NAMES})
 
 
@@ -107,30 +115,29 @@ def read_fleet(path):
     :raises FleetError: a missing column, a bad value, a duplicate
         (host, nodename) or no host at all.
     """
-    with open(path, encoding='utf-8', newline='') as stream:
-        reader = csv.DictReader(stream)
-        missing = [name for name in FLEET_COLUMNS
-                   if name not in (reader.fieldnames or ())]
-        if missing:
-            raise FleetError('%s: missing column(s) %s'
-                             % (path, ', '.join(missing)))
-        hosts = [parse_host(row, reader.line_num) for row in reader]
+    hosts = [parse_host(row, line)
+             for line, row in trace.csv_rows(path, FLEET_COLUMNS,
+                                             FleetError)]
     check_fleet(hosts)
     return hosts
 
 
 def write_fleet(path, hosts):
-    """Write ``hosts`` (HostSpecs) as a fleet CSV with every column."""
+    """Write ``hosts`` (HostSpecs) as a fleet CSV with every column (the
+    GPU columns only when a host has GPUs)."""
+    with_gpus = any(spec.gpus for spec in hosts)
     with open(path, 'w', encoding='utf-8', newline='') as out:
         writer = csv.writer(out, lineterminator='\n')
-        writer.writerow(FLEET_COLUMNS + OPTIONAL_COLUMNS)
+        writer.writerow(FLEET_COLUMNS + OPTIONAL_COLUMNS +
+                        (GPU_COLUMNS if with_gpus else ()))
         for spec in hosts:
             writer.writerow([
                 spec.host, spec.nodename, spec.vcpus, spec.memory_mb,
                 spec.local_gb, spec.availability_zone or '',
                 ';'.join(spec.aggregates)] +
                 ['' if getattr(spec, name) is None else getattr(spec, name)
-                 for name in RATIO_NAMES] + [spec.hypervisor_type])
+                 for name in RATIO_NAMES] + [spec.hypervisor_type] +
+                ([spec.gpus, spec.gpu_model or ''] if with_gpus else []))
 
 
 # ------------------------------------------------------------- generate --

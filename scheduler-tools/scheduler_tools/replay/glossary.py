@@ -65,6 +65,14 @@ TERMS: tuple[tuple[str, str], ...] = (
     ('Fleet free at NoValidHost',
      'the whole fleet\'s free capacity when a request was refused, the '
      'median over refusals: room there was, but split over nodes.'),
+    ('GPUs',
+     'whole GPUs the instances asked for, got and did not get, and in use '
+     'against the fleet\'s GPUs (shown when the trace or the fleet has '
+     'any).'),
+    ('Shared-GPU VMs',
+     'VMs whose source wanted part of one GPU; Nova cannot ask for part '
+     'of a device, so each asks a whole GPU: the GPU thousandths they '
+     'wanted and those asked beyond them.'),
     ('Nodes one instance fits at NoValidHost',
      'how many nodes could still take one instance of the refused size '
      '(a request of several instances may need more).'),

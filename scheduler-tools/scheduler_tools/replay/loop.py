@@ -48,8 +48,9 @@ class EventLoop:
         """The ``remove``\\ d records of one batch are done (optional)."""
 
     def node_state(self, index):
-        """``(used, running)`` of node ``index``: ``(3,)`` vCPUs, MiB and
-        GiB in use, and its instance count."""
+        """``(used, running)`` of node ``index``: what its instances use,
+        one value per ``capacity.RESOURCES`` (vCPUs, MiB, GiB, GPUs), and
+        their count."""
         raise NotImplementedError
 
     # -- the loop ----------------------------------------------------------

@@ -40,6 +40,10 @@ Flavors (``FlavorStats``) and NoValidHost moments
     free capacity is recorded: in all, on the node with the most of each
     resource free, and how many nodes one instance of the size would fit.
 
+GPUs
+    ``gpus_used`` and ``gpus_limit`` are gauge totals like the others;
+    ``gpus.add_figures`` turns them into a run's GPU figures.
+
 ``Ledger`` gathers gauge, series, flavors and moments for one run, the
 service's or a reference policy's (``policies``); ``summarize`` turns a
 service run into a JSON-ready dict and ``comparison`` picks the figures
@@ -54,9 +58,9 @@ from scheduler_tools.replay import capacity as capacity_mod
 GAUGE_FIELDS = ('hosts_in_use', 'vcpus_limit', 'memory_mb_limit',
                 'vcpus_used', 'memory_mb_used', 'disk_gb_used',
                 'stranded_vcpus', 'stranded_memory_mb', 'unusable_vcpus',
-                'unusable_memory_mb')
+                'unusable_memory_mb', 'gpus_limit', 'gpus_used')
 SAMPLE_FIELDS = ('time_s',) + GAUGE_FIELDS
-USED_FIELDS = ('vcpus_used', 'memory_mb_used', 'disk_gb_used')
+USED_FIELDS = ('vcpus_used', 'memory_mb_used', 'disk_gb_used', 'gpus_used')
 INITIAL_SAMPLES = 1024
 
 
@@ -108,10 +112,13 @@ def weighted_mean(values, weights):
 
 
 def size_dict(size):
-    """``{'vcpus', 'memory_mb', 'disk_gb'}`` of a ``(3,)`` size."""
-    return {name: int(value)
-            for name, value in zip(capacity_mod.RESOURCES, size,
-                                   strict=True)}
+    """``{'vcpus', 'memory_mb', 'disk_gb'}`` of a size, and ``'gpus'``
+    when it has some."""
+    sizes = {name: int(value) for name, value in
+             zip(capacity_mod.RESOURCES, size, strict=False)}
+    if not sizes.get('gpus'):
+        sizes.pop('gpus', None)
+    return sizes
 
 
 # ------------------------------------------------------------- decisions --
@@ -214,8 +221,8 @@ class FleetGauge:
     in use, kept up to date node by node.
 
     ``capacity`` is a ``capacity.FleetCapacity``, ``mix`` the trace's
-    ``capacity.FlavorMix``.  ``used`` is ``(n, 3)`` (vCPUs, MiB, GiB),
-    ``running`` ``(n,)`` instance counts.
+    ``capacity.FlavorMix``.  ``used`` is ``(n, 4)`` (vCPUs, MiB, GiB,
+    GPUs), ``running`` ``(n,)`` instance counts.
     """
 
     def __init__(self, capacity, mix):
@@ -227,9 +234,9 @@ class FleetGauge:
         self._totals = np.zeros(len(GAUGE_FIELDS))
 
     def set_node(self, index, used, running):
-        """Node ``index`` now has ``used`` ``(3,)`` resources in use by
-        ``running`` instances."""
-        self.used[index] = used
+        """Node ``index`` now has ``used`` ``(4,)`` resources in use by
+        ``running`` instances (``(3,)``: no GPU)."""
+        self.used[index] = capacity_mod.widen(used)
         self.running[index] = running
         new = self._contribution(index)
         self._totals += new - self._parts[index]
@@ -241,9 +248,11 @@ class FleetGauge:
         limit, used = self.limits[index], self.used[index]
         free = np.maximum(limit - used, 0.0)
         share, none = self.mix.misfit(free)
+        gpu = capacity_mod.GPU
         return np.array((1.0, limit[0], limit[1], used[0], used[1],
                          used[2], share * free[0], share * free[1],
-                         none * free[0], none * free[1]))
+                         none * free[0], none * free[1], limit[gpu],
+                         used[gpu]))
 
     def totals(self):
         """``(len(GAUGE_FIELDS),)`` array of the current totals."""
@@ -251,11 +260,11 @@ class FleetGauge:
 
     def free_capacity(self, size):
         """The fleet's free capacity now, for a request of ``size``
-        ``(3,)``: ``{'free', 'largest_free'}`` (each a size dict: in all,
+        ``(4,)``: ``{'free', 'largest_free'}`` (each a size dict: in all,
         and on the node with the most of that resource free) and
         ``hosts_fitting_one`` (nodes with room for one instance)."""
         free = np.maximum(self.limits - self.used, 0.0)
-        fitting = int((free >= np.asarray(size, dtype=float)).all(
+        fitting = int((free >= capacity_mod.widen(size)).all(
             axis=1).sum())
         return {'free': size_dict(free.sum(axis=0)),
                 'largest_free': size_dict(free.max(axis=0, initial=0.0)),
@@ -306,7 +315,7 @@ def _utilisation(used, limit):
 
 
 def demand(series):
-    """``(T, 3)`` resources used over time (vCPUs, MiB, GiB) of a
+    """``(T, 4)`` resources used over time (vCPUs, MiB, GiB, GPUs) of a
     TimeSeries' ``arrays()``."""
     return np.column_stack([series[name] for name in USED_FIELDS])
 
@@ -319,7 +328,7 @@ def bound_series(series, capacity):
 
 def bound_figures(times, held, capacity, window=None):
     """``{'peak', 'mean', 'end'}`` of the capacity lower bound of
-    ``held`` ``(T, 3)`` resources at ``times`` ``(T,)`` seconds on
+    ``held`` ``(T, 4)`` resources at ``times`` ``(T,)`` seconds on
     ``capacity``, the mean weighted by trace time in ``window`` (see
     ``time_weights``; zeros for no sample)."""
     if len(times) == 0:
@@ -396,7 +405,7 @@ class Ledger:
         self.moments = []
 
     def node_changed(self, index, used, running):
-        """Node ``index`` now uses ``used`` ``(3,)`` with ``running``
+        """Node ``index`` now uses ``used`` ``(4,)`` with ``running``
         instances."""
         self.gauge.set_node(index, used, running)
 
@@ -408,7 +417,7 @@ class Ledger:
         """Count ``request`` (a trace Request) with ``placed`` instances
         placed; at a NoValidHost, record the moment and the fleet's free
         capacity."""
-        size = request.first.size
+        size = request.first.resources
         self.flavors.record(size, request.num_instances, placed,
                             no_valid_host)
         if no_valid_host:
@@ -419,7 +428,8 @@ class Ledger:
 
     def summary(self):
         """``{'fleet', 'flavors', 'flavor_totals',
-        'no_valid_host_moments'}`` (JSON-ready)."""
+        'no_valid_host_moments'}`` (JSON-ready; ``gpus.add_figures``
+        adds the GPUs)."""
         return {'fleet': fleet_summary(self.series.arrays(), self.capacity,
                                        self.window),
                 'flavors': self.flavors.summary(),
@@ -464,4 +474,14 @@ def comparison(summary):
                           'instances': totals['no_valid_host_instances']},
         'cpu_utilisation': (fleet.get('cpu_utilisation') or {}).get('mean'),
         'ram_utilisation': (fleet.get('ram_utilisation') or {}).get('mean'),
+        **_gpu_comparison(summary.get('gpus')),
     }
+
+
+def _gpu_comparison(gpus):
+    """The GPU figures runs are compared on (none without GPUs)."""
+    if not gpus:
+        return {}
+    return {'gpus_placed': gpus['placed'],
+            'gpus_in_use': {key: gpus['in_use'][key]
+                            for key in ('peak', 'mean')}}

@@ -1,12 +1,20 @@
 """The replay's command-line options (``REPLAY_OPTS``) and the
 ``Settings`` read from them.
 
+The trace's format is ``--trace-format``, else detected from the path
+(``formats``).  The fleet is ``--fleet``, else the trace's own (the
+Alibaba GPU trace's node list), else a generated one.
+
 A generated fleet has ``--hosts`` hosts of ``--host-shape``, or with
 ``--hosts-factor F`` ``ceil(F x peak lower bound)`` of them, the bound
 being that of the whole trace (every VM placed) on hosts of that shape.
 A shape ``VCPUS:MEMORY_MB`` without a disk gets a disk large enough for
 every VM of the trace at once (their root disks added up, at least 1
 GiB), so that disk never constrains.
+
+``--find-fleet`` and ``--fill-until-failure`` (``planning``) replace
+the replay by capacity planning runs; ``Settings.planning`` names the
+mode, and ``PLANNING_EXCLUDES`` the options neither takes.
 """
 
 import os
@@ -17,6 +25,7 @@ from scheduler.conf import CONF
 from scheduler.view.host_state import resolve_allocation_ratio
 from scheduler_tools.replay import capacity as capacity_mod
 from scheduler_tools.replay import fleet
+from scheduler_tools.replay import formats
 from scheduler_tools.replay import trace
 from scheduler_tools.replay.replayer import ReplayError
 
@@ -33,8 +42,12 @@ DEFAULT_SEED = 0
 
 REPLAY_OPTS = [
     cfg.StrOpt('trace', default=DEFAULT_TRACE, metavar='PATH',
-               help='Trace CSV (plain or .gz) to replay; default: the '
-                    'shipped Azure slice.'),
+               help='Trace to replay: a trace CSV (plain or .gz), an '
+                    'Azure flavor-sequence folder or an Alibaba GPU '
+                    'trace folder; default: the shipped Azure slice.'),
+    cfg.StrOpt('trace-format', choices=formats.FORMATS,
+               help='Format of --trace (default: detected from the '
+                    'path).'),
     cfg.IntOpt('limit', min=1, metavar='N',
                help='Replay only the first N VMs of the trace.'),
     cfg.StrOpt('fleet', metavar='PATH',
@@ -92,7 +105,36 @@ REPLAY_OPTS = [
                help='Seconds to wait for each select_destinations answer.'),
     cfg.BoolOpt('progress', default=True,
                 help='Show a progress bar (--noprogress to hide it).'),
+    cfg.BoolOpt('find-fleet', default=False,
+                help='Capacity planning: find, for the service and each '
+                     'reference policy, the fewest generated hosts of '
+                     '--host-shape on which it refuses at most '
+                     '--max-refused of the instances (see '
+                     'scheduler_tools.replay.planning).'),
+    cfg.FloatOpt('max-refused', min=0.0, max=1.0, metavar='SHARE',
+                 help='With --find-fleet, the share of the instances a '
+                      'fleet may refuse and still pass (default 0).'),
+    cfg.BoolOpt('fill-until-failure', default=False,
+                help='Capacity planning: place the trace\'s requests '
+                     'without departures until the first NoValidHost, '
+                     'then report what each policy placed, used and '
+                     'left stranded.'),
+    cfg.IntOpt('fill-seed', metavar='N',
+               help='With --fill-until-failure, draw the requests at '
+                    'random from the trace\'s (seeded); default: the '
+                    'trace\'s order, repeated.'),
+    cfg.BoolOpt('reference-only', default=False,
+                help='With --find-fleet or --fill-until-failure, run the '
+                     'reference policies only, not the service.'),
 ]
+
+# Options a planning mode (--find-fleet, --fill-until-failure) cannot
+# take: (the Settings attribute, the option's name).
+PLANNING_EXCLUDES = (
+    ('transport_url', '--transport-url'),
+    ('database_connection', '--database-connection'),
+    ('no_seed', '--no-seed'), ('seed_only', '--seed-only'),
+    ('speed', '--speed'), ('placements', '--placements'))
 
 
 def register_opts(conf=CONF):
@@ -103,10 +145,18 @@ def register_opts(conf=CONF):
 
 
 class Settings:
-    """The replay's options, read from ``conf`` once it is parsed."""
+    """The replay's options, read from ``conf`` once it is parsed.
+
+    ``trace_format`` is the trace's FORMATS name, ``trace_fleet`` the
+    HostSpecs the trace brings (None: it brings none, or another fleet
+    is used)."""
+
+    trace_format = None
+    trace_fleet = None
 
     def __init__(self, conf=CONF):
         self.trace = conf.trace
+        self.trace_format = conf.trace_format
         self.limit = conf.limit
         self.fleet = conf.fleet
         self.hosts = conf.hosts
@@ -130,6 +180,30 @@ class Settings:
         if self.hosts_factor and (self.fleet or self.no_seed):
             raise ReplayError('--hosts-factor sizes a generated fleet: it '
                               'does not apply with --fleet or --no-seed')
+        self.trace_format = (self.trace_format or
+                             formats.detect_format(self.trace))
+        self.trace_fleet = None
+        if not (self.fleet or self.no_seed):
+            self.trace_fleet = formats.trace_fleet(self.trace,
+                                                   self.trace_format)
+        if self.hosts_factor and self.trace_fleet is not None:
+            raise ReplayError('--hosts-factor sizes a generated fleet: the '
+                              'trace %s brings its own (give --fleet to '
+                              'replace it)' % self.trace)
+        self.find_fleet = conf.find_fleet
+        self.max_refused = conf.max_refused
+        self.fill_until_failure = conf.fill_until_failure
+        self.fill_seed = conf.fill_seed
+        self.reference_only = conf.reference_only
+        _check_planning(self)
+
+    @property
+    def planning(self):
+        """The planning mode asked for (``'find-fleet'``,
+        ``'fill-until-failure'``), or None for a replay."""
+        if self.find_fleet:
+            return 'find-fleet'
+        return 'fill-until-failure' if self.fill_until_failure else None
 
     @property
     def embedded(self):
@@ -144,12 +218,15 @@ class Settings:
             (self.hosts_factor or self.host_shape[2] is None))
 
     def fleet_specs(self, requests=()):
-        """The HostSpecs to seed: the fleet CSV, else a generated fleet
-        (sized and its disk chosen from ``requests`` as the module
-        docstring says; ``hosts`` and ``host_shape`` then record what
-        was generated)."""
+        """The HostSpecs to seed: the fleet CSV, else the trace's own
+        fleet (``formats.trace_fleet``), else a generated fleet (sized
+        and its disk chosen from ``requests`` as the module docstring
+        says; ``hosts`` and ``host_shape`` then record what was
+        generated)."""
         if self.fleet:
             return fleet.read_fleet(self.fleet)
+        if self.trace_fleet is not None:
+            return self.trace_fleet
         shape = generated_shape(self.host_shape, requests)
         self.hosts = self.generated_hosts(shape, requests)
         self.host_shape = shape
@@ -160,12 +237,8 @@ class Settings:
         peak lower bound of ``requests`` on hosts of ``shape``."""
         if not self.hosts_factor:
             return self.hosts
-        limits = capacity_mod.FleetCapacity.from_specs(
-            fleet.generate_fleet(1, shape)).limits[0]
-        _, held = capacity_mod.trace_demand(requests)
-        peak = capacity_mod.bound_for_shape(
-            held.max(axis=0, initial=0.0), limits)
-        return capacity_mod.fleet_size_for(self.hosts_factor, peak)
+        return capacity_mod.fleet_size_for(self.hosts_factor,
+                                           peak_bound(shape, requests))
 
     def describe(self, conf=CONF):
         """JSON-ready description of the run and the scheduler's settings."""
@@ -173,6 +246,7 @@ class Settings:
         return {
             'mode': 'embedded' if self.embedded else 'external',
             'trace': os.path.abspath(self.trace), 'limit': self.limit,
+            'trace_format': self.trace_format,
             'fleet': self._fleet_source(),
             'seeded': not self.no_seed,
             'random_seed': self.random_seed,
@@ -200,6 +274,8 @@ class Settings:
             return 'database'
         if self.fleet:
             return os.path.abspath(self.fleet)
+        if self.trace_fleet is not None:
+            return {'trace_nodes': os.path.abspath(self.trace)}
         return {'generated_hosts': self.hosts,
                 'hosts_factor': self.hosts_factor,
                 'host_shape': ':'.join(map(str, self.host_shape))}
@@ -213,6 +289,46 @@ def generated_shape(shape, requests):
         local_gb = max(1, sum(vm.disk_gb for request in requests
                               for vm in request.vms))
     return (vcpus, memory_mb, local_gb)
+
+
+def peak_bound(shape, requests):
+    """Hosts of ``shape`` (its disk given) that the peak of ``requests``
+    needs at the least, every VM placed (``capacity.bound_for_shape``
+    of the most of each resource held at once)."""
+    limits = capacity_mod.FleetCapacity.from_specs(
+        fleet.generate_fleet(1, shape)).limits[0]
+    _, held = capacity_mod.trace_demand(requests)
+    return capacity_mod.bound_for_shape(held.max(axis=0, initial=0.0),
+                                        limits)
+
+
+def _check_planning(settings):
+    """Raise ReplayError when the planning options contradict each
+    other or the options they cannot take (see ``PLANNING_EXCLUDES``)."""
+    mode = settings.planning
+    if settings.find_fleet and settings.fill_until_failure:
+        raise ReplayError('--find-fleet and --fill-until-failure exclude '
+                          'each other: run them one at a time')
+    for value, option, modes in (
+            (settings.max_refused, '--max-refused', ('find-fleet',)),
+            (settings.fill_seed, '--fill-seed', ('fill-until-failure',)),
+            (settings.reference_only or None, '--reference-only',
+             ('find-fleet', 'fill-until-failure'))):
+        if value is not None and mode not in modes:
+            raise ReplayError('%s applies only with %s' % (
+                option, ' or '.join('--' + name for name in modes)))
+    if mode is None:
+        return
+    taken = [option for name, option in PLANNING_EXCLUDES
+             if getattr(settings, name)]
+    if taken:
+        raise ReplayError('--%s runs embedded services on temporary '
+                          'databases of its own, as fast as it can: it '
+                          'does not apply with %s' % (mode, ', '.join(taken)))
+    if settings.find_fleet and (settings.fleet or settings.hosts_factor):
+        raise ReplayError('--find-fleet searches the number of generated '
+                          'hosts of --host-shape: it does not apply with '
+                          '--fleet or --hosts-factor')
 
 
 def _random_seed(conf):

@@ -6,10 +6,12 @@ A simulation walks the same events as the service replay
 departures, deletions before arrivals at equal times) on the same nodes
 with the same limits (capacity x the allocation ratios the service
 resolves, ``capacity.FleetCapacity``), but decides in memory: no RPC, no
-database.  An instance fits a node when, for vCPUs, RAM and disk, what
-the node's instances use plus the instance's size stays within the
+database.  An instance fits a node when, for vCPUs, RAM, disk and GPUs,
+what the node's instances use plus the instance's size stays within the
 node's limit, and the size is within the node's physical capacity (the
-service's claims and RamFilter/DiskFilter/CoreFilter arithmetic).  The
+service's claims and RamFilter/DiskFilter/CoreFilter arithmetic; for
+GPUs, PciPassthroughFilter's: enough free devices, any model, as the
+replay's GPU alias matches every model, ``gpus``).  The
 instances of a request are placed one after the other, each seeing the
 ones before; when one does not fit, the whole request is refused
 (NoValidHost) and nothing of it stays, as the service answers.
@@ -24,16 +26,17 @@ over NumPy arrays, None when no node fits):
 ``best-fit``
     Among the nodes where the instance fits, the one whose tightest
     resource is left smallest after placement: for node ``h`` and each
-    resource ``r`` the instance asks for (size > 0; all of them for an
-    instance of size 0), the fraction of ``h``'s limit left free,
-    ``(free[h, r] - size[r]) / limit[h, r]``; the node with the smallest
-    minimum over ``r`` of that fraction, the first in fleet order on a
-    tie.
+    resource ``r`` the instance asks for (size > 0; for an instance of
+    size 0, every resource some node has), the fraction of ``h``'s limit
+    left free, ``(free[h, r] - size[r]) / limit[h, r]``; the node with
+    the smallest minimum over ``r`` of that fraction, the first in fleet
+    order on a tie.
 """
 
 import numpy as np
 
 from scheduler_tools.replay import agent
+from scheduler_tools.replay import gpu_figures
 from scheduler_tools.replay import loop
 from scheduler_tools.replay import metrics
 
@@ -42,8 +45,8 @@ BEST_FIT = 'best-fit'
 
 
 def _fitting(free, size, candidates):
-    """Indices of the ``candidates`` nodes whose ``free`` ``(n, 3)``
-    holds ``size`` ``(3,)``, in fleet order."""
+    """Indices of the ``candidates`` nodes whose ``free`` ``(n, 4)``
+    holds ``size`` ``(4,)``, in fleet order."""
     return np.flatnonzero(candidates & (free >= size).all(axis=1))
 
 
@@ -61,7 +64,8 @@ def best_fit(free, size, candidates, limits):
         return None
     asked = size > 0
     if not asked.any():
-        asked = np.ones_like(asked)
+        # an instance of size 0: every resource some node has
+        asked = (limits > 0).any(axis=0)
     left = ((free[fitting][:, asked] - size[asked])
             / limits[fitting][:, asked])
     return int(fitting[np.argmin(left.min(axis=1))])
@@ -93,7 +97,7 @@ class Simulation(loop.EventLoop):
         return self._candidates[key]
 
     def place(self, request):
-        size = np.asarray(request.first.size, dtype=float)
+        size = np.asarray(request.first.resources, dtype=float)
         candidates = self.candidates(size)
         chosen = []
         for _ in request.vms:
@@ -111,8 +115,8 @@ class Simulation(loop.EventLoop):
                 for vm, index in zip(request.vms, chosen, strict=True)]
 
     def remove(self, record):
-        self.free[record.index] += record.vm.size
-        self.used[record.index] -= record.vm.size
+        self.free[record.index] += record.vm.resources
+        self.used[record.index] -= record.vm.resources
         self.running[record.index] -= 1
 
     def node_state(self, index):
@@ -121,11 +125,14 @@ class Simulation(loop.EventLoop):
 
 def simulate(requests, capacity, mix, policy):
     """Run ``policy`` (a POLICIES name) and return ``{'summary':
-    Ledger.summary(), 'series': {'time_s', 'hosts_in_use'}}``."""
+    Ledger.summary() with its GPUs (gpu_figures), 'series': {'time_s',
+    'hosts_in_use'}}``."""
     simulation = Simulation(requests, capacity, mix, policy)
     simulation.run()
     arrays = simulation.ledger.series.arrays()
-    return {'summary': simulation.ledger.summary(),
+    summary = gpu_figures.add_figures(simulation.ledger.summary(),
+                                      simulation.ledger)
+    return {'summary': summary,
             'series': {name: arrays[name]
                        for name in ('time_s', 'hosts_in_use')}}
 

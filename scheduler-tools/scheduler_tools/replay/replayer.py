@@ -1,7 +1,9 @@
 """The service's run: every arrival a ``select_destinations`` call.
 
 ``Replay`` is the ``loop.EventLoop`` of the service: an arrival becomes a
-RequestSpec (its flavor from ``FlavorCatalog``) and one
+RequestSpec (its flavor from ``FlavorCatalog``; a VM with GPUs asks them
+with the flavor's ``pci_passthrough:alias`` and the RequestSpec's
+``pci_requests``, as nova-api builds them, ``gpus``) and one
 ``select_destinations`` call through ``SchedulerAPI``, waited for; the
 simulated compute agents (``agent``) then record the instances, write
 the chosen nodes' rows and cast ``update_instance_info``.  Departures
@@ -22,6 +24,7 @@ from oslo_log import log as logging
 from scheduler import exception
 from scheduler.objects import flavor as flavor_obj
 from scheduler.objects import request_spec
+from scheduler_tools.replay import gpus
 from scheduler_tools.replay import loop
 from scheduler_tools.replay import metrics
 
@@ -41,27 +44,32 @@ class FlavorCatalog:
         self._flavors = {}
 
     def get(self, vm):
-        """The Flavor of ``vm`` (root disk ``disk_gb`` GiB, no swap)."""
-        key = (vm.size, vm.flavor_name)
+        """The Flavor of ``vm`` (root disk ``disk_gb`` GiB, no swap; its
+        GPUs in the ``pci_passthrough:alias`` extra spec)."""
+        key = (vm.resources, vm.flavor_name)
         flavor = self._flavors.get(key)
         if flavor is None:
             flavor_id = len(self._flavors) + 1
             flavor = flavor_obj.Flavor(
                 id=flavor_id, name=vm.flavor_name, flavorid=str(flavor_id),
                 memory_mb=vm.memory_mb, vcpus=vm.vcpus, root_gb=vm.disk_gb,
-                ephemeral_gb=0, swap=0, extra_specs={}, is_public=True,
+                ephemeral_gb=0, swap=0,
+                extra_specs=gpus.GpuAlias.extra_specs(vm.gpus),
+                is_public=True,
                 disabled=False, projects=[], rxtx_factor=1.0)
             self._flavors[key] = flavor
         return flavor
 
 
-def build_spec(request, flavor, instance_uuids):
-    """The RequestSpec of a trace Request for ``flavor``."""
+def build_spec(request, flavor, instance_uuids, pci_requests=None):
+    """The RequestSpec of a trace Request for ``flavor``, with the
+    ``pci_requests`` (InstancePCIRequests) of its GPUs, if any."""
     first = request.first
     spec = request_spec.RequestSpec(
         flavor=flavor, num_instances=request.num_instances,
         instance_uuid=instance_uuids[0], project_id=first.project_id,
-        availability_zone=first.availability_zone)
+        availability_zone=first.availability_zone,
+        pci_requests=pci_requests)
     return spec.ensure_defaults()
 
 
@@ -93,7 +101,8 @@ class PlacementsWriter:
 
 class Replay(loop.EventLoop):
     """One replay of ``requests`` on the agents' fleet through ``api``
-    (a SchedulerAPI), measured into ``ledger``."""
+    (a SchedulerAPI), measured into ``ledger``; GPUs are asked with the
+    alias of the fleet's GPU models (``gpus.GpuAlias``)."""
 
     def __init__(self, ctx, api, agents, requests, ledger, speed=None,
                  placements=None):
@@ -102,6 +111,8 @@ class Replay(loop.EventLoop):
         self.api = api
         self.agents = agents
         self.catalog = FlavorCatalog()
+        self.alias = gpus.GpuAlias.from_pools(
+            pool for node in agents.ordered for pool in node.pools)
         self.decisions = metrics.DecisionStats()
         self.placements = placements or PlacementsWriter(None)
         self._errors_in_a_row = 0
@@ -109,7 +120,8 @@ class Replay(loop.EventLoop):
     def place(self, request):
         flavor = self.catalog.get(request.first)
         uuids = self.agents.new_uuids(request.num_instances)
-        spec = build_spec(request, flavor, uuids)
+        pci_requests = self.alias.pci_requests(request.first.gpus, uuids[0])
+        spec = build_spec(request, flavor, uuids, pci_requests)
         started = time.perf_counter()
         try:
             destinations = self.api.select_destinations(
@@ -123,7 +135,8 @@ class Replay(loop.EventLoop):
         self.decisions.record(time.perf_counter() - started,
                               request.num_instances, len(destinations))
         self._errors_in_a_row = 0
-        return self._build(request, uuids, destinations, flavor.id)
+        return self._build(request, uuids, destinations, flavor.id,
+                           pci_requests)
 
     def remove(self, record):
         self.agents.remove(record)
@@ -150,11 +163,12 @@ class Replay(loop.EventLoop):
             raise ReplayError('%d select_destinations calls failed in a '
                               'row' % self._errors_in_a_row)
 
-    def _build(self, request, uuids, destinations, flavor_id):
+    def _build(self, request, uuids, destinations, flavor_id,
+               pci_requests=None):
         if len(destinations) != request.num_instances:
             raise ReplayError('asked for %d hosts, got %d'
                               % (request.num_instances, len(destinations)))
         placed, _ = self.agents.spawn(request.vms, uuids, destinations,
-                                      flavor_id)
+                                      flavor_id, pci_requests)
         self.placements.placed(placed)
         return placed

@@ -96,7 +96,36 @@ def table_rows(summary):
                      _ratios(settings['allocation_ratios'])))
     if summary.get('fleet'):
         rows += _fleet_rows(summary['fleet'])
+    if summary.get('gpus'):
+        rows += _gpu_rows(summary['gpus'])
     rows += _moment_rows(summary.get('no_valid_host_moments') or [])
+    return rows
+
+
+def _gpu_rows(gpus):
+    """GPUs asked, placed, refused and in use; what Nova cannot express
+    of GPU sharing (``gpu_figures.sharing``, when the summary has it)."""
+    in_use = gpus['in_use']
+    rows = [
+        ('GPUs requested / placed / refused',
+         ' / '.join(_count(gpus[key])
+                    for key in ('requested', 'placed', 'refused'))),
+        ('GPUs in use: peak / mean / end, of total',
+         '%s / %s / %s of %s' % (_count(in_use['peak']),
+                                 _fmt(in_use['mean']),
+                                 _count(in_use['end']),
+                                 _count(gpus['total']))),
+    ]
+    shared = gpus.get('sharing')
+    if shared and shared['shared_vms']:
+        rows.append((
+            'Shared-GPU VMs asking a whole GPU (Nova has no fraction): '
+            'VMs / GPU-milli wanted / overstated',
+            '%s of %s / %s / %s (%s of GPU-milli asked)' % (
+                _count(shared['shared_vms']), _count(shared['gpu_vms']),
+                _count(shared['shared_gpu_milli_wanted']),
+                _count(shared['gpu_milli_overstated']),
+                _pct(shared['overstated_fraction']))))
     return rows
 
 
@@ -147,6 +176,21 @@ def _moment_rows(moments):
     ]
 
 
+def _has_gpus(flavors):
+    return any(flavor.get('gpus') for flavor in flavors)
+
+
+def _size_header(flavors):
+    return 'vCPU / MiB / GiB' + (' / GPU' if _has_gpus(flavors) else '')
+
+
+def _size_label(flavor, gpus=False):
+    """``vCPU / MiB / GiB`` of a flavor row, ``/ GPUs`` with ``gpus``."""
+    label = '%d / %d / %d' % (flavor['vcpus'], flavor['memory_mb'],
+                              flavor['disk_gb'])
+    return label + (' / %d' % flavor.get('gpus', 0) if gpus else '')
+
+
 def flavor_rows(flavors, limit=MAX_FLAVOR_ROWS):
     """Table rows (tuples of text) of ``metrics.FlavorStats.summary``:
     the ``limit`` most requested sizes, then the others added up."""
@@ -154,8 +198,8 @@ def flavor_rows(flavors, limit=MAX_FLAVOR_ROWS):
         return (label,) + tuple(_count(counts[name])
                                 for name in metrics.FlavorStats.COUNTS)
 
-    rows = [row('%d / %d / %d' % (flavor['vcpus'], flavor['memory_mb'],
-                                   flavor['disk_gb']), flavor)
+    gpus = _has_gpus(flavors)
+    rows = [row(_size_label(flavor, gpus), flavor)
             for flavor in flavors[:limit]]
     others = flavors[limit:]
     if others:
@@ -182,6 +226,9 @@ COMPARED = (
      '{:.1f}%', 100),
     ('RAM utilisation of used hosts (mean)', ('ram_utilisation',),
      '{:.1f}%', 100),
+    ('GPUs placed', ('gpus_placed',), '{:,}', 1),
+    ('GPUs in use: peak', ('gpus_in_use', 'peak'), '{:,}', 1),
+    ('GPUs in use: mean', ('gpus_in_use', 'mean'), '{:,.1f}', 1),
 )
 
 
@@ -195,7 +242,8 @@ def comparison_rows(compare):
 
     return [(label, tuple(_fmt(value(figures, path, scale), spec)
                           for figures in compare.values()))
-            for label, path, spec, scale in COMPARED]
+            for label, path, spec, scale in COMPARED
+            if all(path[0] in figures for figures in compare.values())]
 
 
 def _table(title, columns, rows):
@@ -214,8 +262,9 @@ def render_tables(summary, title='Scheduler trace replay'):
     tables = [_table(title, ('Metric', 'Value'), table_rows(summary))]
     if summary.get('flavors'):
         tables.append(_table(
-            'Per flavor', ('vCPU / MiB / GiB', 'Requests', 'Instances',
-                           'Placed', 'NoValidHost', 'NVH instances'),
+            'Per flavor', (_size_header(summary['flavors']), 'Requests',
+                           'Instances', 'Placed', 'NoValidHost',
+                           'NVH instances'),
             flavor_rows(summary['flavors'])))
     if summary.get('compare'):
         tables.append(_table(

@@ -60,6 +60,9 @@ from scheduler_tools import seed
 from scheduler_tools.replay import agent
 from scheduler_tools.replay import capacity as capacity_mod
 from scheduler_tools.replay import fleet
+from scheduler_tools.replay import formats
+from scheduler_tools.replay import gpu_figures
+from scheduler_tools.replay import gpus
 from scheduler_tools.replay import metrics
 from scheduler_tools.replay import policies
 from scheduler_tools.replay import replayer
@@ -115,9 +118,13 @@ def seed_database(ctx, settings, requests=()):
 
 
 def load_requests(settings):
-    """The trace's requests (see ``trace``); warns when
-    ``--group-window`` has no project id to group by."""
-    vms = trace.read_trace(settings.trace, settings.limit)
+    """The trace's requests (see ``trace``, ``formats``); warns when
+    ``--group-window`` has no project id to group by.  When they ask for
+    GPUs, PciPassthroughFilter is made to run (``gpus.require_filter``).
+    """
+    vms = formats.read_vms(settings.trace, settings.trace_format,
+                           settings.limit)
+    gpus.require_filter(CONF, vms, settings.embedded)
     if not vms:
         raise ReplayError('the trace %s has no VM' % settings.trace)
     if settings.group_window_s and not any(vm.project_id for vm in vms):
@@ -191,7 +198,7 @@ def run(settings):
 
     Returns the summary dict (``metrics.summarize``, with ``compare``
     and ``reference_runs`` under ``--compare``), or with ``seed_only``
-    ``{'seeded_nodes': N}``.
+    ``{'seeded_nodes': N}``.  The planning modes are ``planning.run``'s.
     """
     requests = load_requests(settings) if settings.needs_trace else ()
     with Deployment(settings) as deployment:
@@ -200,11 +207,7 @@ def run(settings):
             specs = seed_database(ctx, settings, requests)
             if settings.seed_only:
                 return {'seeded_nodes': len(specs)}
-        rows = fleet.load_nodes(ctx)
-        agents = agent.ComputeAgents(
-            ctx, None, rows,
-            CONF.filter_scheduler.track_instance_changes)
-        capacity = capacity_mod.FleetCapacity.from_nodes(agents.ordered)
+        agents, capacity = fleet_agents(ctx)
         mix = capacity_mod.FlavorMix.from_requests(requests)
         trace_bound = announce(requests, capacity)
         agents.api = deployment.start()   # before any thread: it forks
@@ -217,6 +220,15 @@ def run(settings):
             others = _compare(summary, references)
     _write_outputs(settings, summary, ledger, capacity, others)
     return summary
+
+
+def fleet_agents(ctx):
+    """The agents of the database's compute nodes (no API yet) and the
+    fleet's FleetCapacity."""
+    agents = agent.ComputeAgents(
+        ctx, None, fleet.load_nodes(ctx),
+        CONF.filter_scheduler.track_instance_changes)
+    return agents, capacity_mod.FleetCapacity.from_nodes(agents.ordered)
 
 
 def _replay(ctx, agents, requests, capacity, mix, settings):
@@ -238,6 +250,8 @@ def _replay(ctx, agents, requests, capacity, mix, settings):
     description['trace_vms'] = sum(r.num_instances for r in requests)
     summary = metrics.summarize(replay.decisions, ledger, description,
                                 time.monotonic() - started)
+    gpu_figures.add_figures(summary, ledger, [
+        vm for request in requests for vm in request.vms])
     return summary, ledger
 
 

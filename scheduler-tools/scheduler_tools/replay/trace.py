@@ -18,10 +18,20 @@ A trace is a CSV file (plain, or gzip-compressed when the name ends in
 ``availability_zone`` (optional)
     The zone asked for (none when missing or empty).
 ``flavor`` (optional)
-    A flavor name (default ``<vcpus>vcpu-<memory_mb>mb-<disk_gb>gb``).
+    A flavor name (default ``<vcpus>vcpu-<memory_mb>mb-<disk_gb>gb``,
+    with ``-<gpus>gpu`` added for a VM with GPUs).
+``gpus`` (optional)
+    Whole GPUs (PCI passthrough devices) the VM asks for, 0 when missing
+    or empty; ``scheduler_tools.replay.gpus`` says how they are asked.
+``gpu_milli`` (optional)
+    For a VM with one GPU, the thousandths of that GPU the source
+    workload wanted when it shared one (1-1000; empty: the whole GPU).
+    Nova cannot ask for part of a device: the VM still asks one whole
+    GPU, and the report counts what that overstates.
 
 Other columns are ignored.
-``scheduler_tools/replay/data/azure-v1-slice.csv.gz`` is such a file.
+``scheduler_tools/replay/data/azure-v1-slice.csv.gz`` is such a file;
+``formats`` reads the foreign formats into the same VMs.
 
 ``group_requests`` turns VMs into scheduling requests: consecutive rows of
 one project, with one size, zone and flavor name, arriving in the same
@@ -43,6 +53,10 @@ import io
 import math
 
 REQUIRED_COLUMNS = ('vm_id', 'arrival_s', 'lifetime_s', 'vcpus', 'memory_mb')
+OPTIONAL_COLUMNS = ('disk_gb', 'project_id', 'availability_zone', 'flavor')
+GPU_COLUMNS = ('gpus', 'gpu_milli')
+# Thousandths of a whole GPU.
+WHOLE_GPU_MILLI = 1000
 
 # Grouping window of the Azure trace's arrival bins, in seconds.
 DEFAULT_BIN_S = 300.0
@@ -58,7 +72,9 @@ class TraceError(ValueError):
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class VM:
-    """One row of a trace.  Times in seconds, RAM in MiB, disk in GiB."""
+    """One row of a trace.  Times in seconds, RAM in MiB, disk in GiB;
+    ``gpus`` whole GPUs, ``gpu_milli`` the thousandths of its one GPU a
+    GPU-sharing source workload wanted (None: whole GPUs)."""
 
     vm_id: str
     arrival_s: float
@@ -69,6 +85,8 @@ class VM:
     project_id: str | None = None
     availability_zone: str | None = None
     flavor: str | None = None
+    gpus: int = 0
+    gpu_milli: int | None = None
 
     @property
     def size(self):
@@ -76,17 +94,30 @@ class VM:
         return (self.vcpus, self.memory_mb, self.disk_gb)
 
     @property
+    def resources(self):
+        """``(vcpus, memory_mb, disk_gb, gpus)``: the size and the GPUs,
+        in ``capacity.RESOURCES`` order."""
+        return (self.vcpus, self.memory_mb, self.disk_gb, self.gpus)
+
+    @property
+    def shares_gpu(self):
+        """Whether the source wanted only part of its one GPU."""
+        return (self.gpus == 1 and self.gpu_milli is not None and
+                self.gpu_milli < WHOLE_GPU_MILLI)
+
+    @property
     def flavor_name(self):
-        """The trace's flavor name, else one made from the size."""
+        """The trace's flavor name, else one made from the resources."""
         if self.flavor:
             return self.flavor
-        return '%dvcpu-%dmb-%dgb' % self.size
+        name = '%dvcpu-%dmb-%dgb' % self.size
+        return name + ('-%dgpu' % self.gpus if self.gpus else '')
 
 
 @dataclasses.dataclass(slots=True)
 class Request:
-    """One ``select_destinations`` call: ``vms`` share size, project, zone
-    and flavor name; ``time_s`` is when it is sent (seconds)."""
+    """One ``select_destinations`` call: ``vms`` share size, GPUs,
+    project, zone and flavor name; ``time_s`` is when it is sent (seconds)."""
 
     index: int
     time_s: float
@@ -103,7 +134,7 @@ class Request:
 
 # ----------------------------------------------------------------- read --
 
-def _open_text(path):
+def open_text(path):
     """Open ``path`` for reading text; ``.gz`` files are decompressed."""
     if str(path).endswith('.gz'):
         return io.TextIOWrapper(gzip.open(path, 'rb'), encoding='utf-8',
@@ -130,6 +161,23 @@ def _number(row, name, kind, line):
     return value
 
 
+def _optional_number(row, name, kind, line, default=None):
+    if _optional(row, name) is None:
+        return default
+    return _number(row, name, kind, line)
+
+
+def _gpu_milli(row, gpus, line):
+    """The ``gpu_milli`` cell: None, or 1-1000 on a one-GPU VM."""
+    milli = _optional_number(row, 'gpu_milli', int, line)
+    if milli is None:
+        return None
+    if gpus != 1 or not 0 < milli <= WHOLE_GPU_MILLI:
+        raise TraceError('line %d: gpu_milli %r needs gpus 1 and a value '
+                         'from 1 to %d' % (line, milli, WHOLE_GPU_MILLI))
+    return milli
+
+
 def parse_vm(row, line=0):
     """Build a VM from a CSV row dict; ``line`` numbers error messages.
 
@@ -139,29 +187,35 @@ def parse_vm(row, line=0):
     vm_id = _optional(row, 'vm_id')
     if vm_id is None:
         raise TraceError('line %d: vm_id is empty' % line)
-    lifetime = None
-    if _optional(row, 'lifetime_s') is not None:
-        lifetime = _number(row, 'lifetime_s', float, line)
-    disk_gb = 0
-    if _optional(row, 'disk_gb') is not None:
-        disk_gb = _number(row, 'disk_gb', int, line)
+    gpus = _optional_number(row, 'gpus', int, line, 0)
     return VM(vm_id=vm_id,
               arrival_s=_number(row, 'arrival_s', float, line),
-              lifetime_s=lifetime,
+              lifetime_s=_optional_number(row, 'lifetime_s', float, line),
               vcpus=_number(row, 'vcpus', int, line),
               memory_mb=_number(row, 'memory_mb', int, line),
-              disk_gb=disk_gb,
+              disk_gb=_optional_number(row, 'disk_gb', int, line, 0),
               project_id=_optional(row, 'project_id'),
               availability_zone=_optional(row, 'availability_zone'),
-              flavor=_optional(row, 'flavor'))
+              flavor=_optional(row, 'flavor'),
+              gpus=gpus, gpu_milli=_gpu_milli(row, gpus, line))
 
 
-def _check_header(fieldnames, path):
-    missing = [name for name in REQUIRED_COLUMNS
-               if name not in (fieldnames or ())]
-    if missing:
-        raise TraceError('%s: missing column(s) %s'
-                         % (path, ', '.join(missing)))
+def csv_rows(path, columns, error=TraceError):
+    """Yield ``(line number, row dict)`` of the CSV file ``path`` (plain
+    or ``.gz``) once its header is checked.
+
+    :raises error: the header lacks one of ``columns``.
+    :raises OSError: the file cannot be read.
+    """
+    with open_text(path) as stream:
+        reader = csv.DictReader(stream)
+        missing = [name for name in columns
+                   if name not in (reader.fieldnames or ())]
+        if missing:
+            raise error('%s: missing column(s) %s'
+                        % (path, ', '.join(missing)))
+        for row in reader:
+            yield reader.line_num, row
 
 
 def iter_trace(path, limit=None):
@@ -171,13 +225,10 @@ def iter_trace(path, limit=None):
 
     :raises TraceError: a missing column or a bad value.
     """
-    with _open_text(path) as stream:
-        reader = csv.DictReader(stream)
-        _check_header(reader.fieldnames, path)
-        for count, row in enumerate(reader):
-            if limit is not None and count >= limit:
-                return
-            yield parse_vm(row, line=reader.line_num)
+    for count, (line, row) in enumerate(csv_rows(path, REQUIRED_COLUMNS)):
+        if limit is not None and count >= limit:
+            return
+        yield parse_vm(row, line=line)
 
 
 def read_trace(path, limit=None):
@@ -189,19 +240,23 @@ def read_trace(path, limit=None):
 
 
 def write_trace(path, vms):
-    """Write ``vms`` as a trace CSV with every column (``.gz`` to
-    compress, with a zero timestamp so equal input gives equal bytes)."""
-    columns = REQUIRED_COLUMNS + ('disk_gb', 'project_id',
-                                  'availability_zone', 'flavor')
+    """Write ``vms`` as a trace CSV with every column (the GPU columns
+    only when a VM has GPUs; ``.gz`` to compress, with a zero timestamp
+    so equal input gives equal bytes)."""
+    vms = list(vms)
+    with_gpus = any(vm.gpus for vm in vms)
+    columns = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
     buffer = io.StringIO(newline='')
     writer = csv.writer(buffer, lineterminator='\n')
-    writer.writerow(columns)
+    writer.writerow(columns + (GPU_COLUMNS if with_gpus else ()))
     for vm in vms:
-        writer.writerow([vm.vm_id, repr(vm.arrival_s),
-                         '' if vm.lifetime_s is None else repr(vm.lifetime_s),
-                         vm.vcpus, vm.memory_mb, vm.disk_gb,
-                         vm.project_id or '', vm.availability_zone or '',
-                         vm.flavor or ''])
+        row = [vm.vm_id, repr(vm.arrival_s),
+               '' if vm.lifetime_s is None else repr(vm.lifetime_s),
+               vm.vcpus, vm.memory_mb, vm.disk_gb, vm.project_id or '',
+               vm.availability_zone or '', vm.flavor or '']
+        if with_gpus:
+            row += [vm.gpus, '' if vm.gpu_milli is None else vm.gpu_milli]
+        writer.writerow(row)
     data = buffer.getvalue().encode('utf-8')
     if str(path).endswith('.gz'):
         data = gzip.compress(data, mtime=0)
@@ -215,8 +270,8 @@ def _group_key(vm, bin_s):
     """What consecutive VMs must share to be one request; None: alone."""
     if vm.project_id is None or not bin_s:
         return None
-    return (vm.project_id, vm.size, vm.availability_zone, vm.flavor_name,
-            math.floor(vm.arrival_s / bin_s))
+    return (vm.project_id, vm.resources, vm.availability_zone,
+            vm.flavor_name, math.floor(vm.arrival_s / bin_s))
 
 
 def group_requests(vms, bin_s=DEFAULT_BIN_S):

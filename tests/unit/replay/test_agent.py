@@ -12,11 +12,13 @@ from scheduler.db import api as db
 from scheduler.db import claims
 from scheduler.db import migration
 from scheduler.objects import instance as instance_obj
+from scheduler.resources import pci_pools
 from scheduler.view import host_state
 from scheduler_tools import seed
 from scheduler_tools import writers
 from scheduler_tools.replay import agent
 from scheduler_tools.replay import fleet
+from scheduler_tools.replay import gpus
 from scheduler_tools.replay import trace
 
 
@@ -98,7 +100,8 @@ def test_row_values_and_stats():
         'current_workload': 0,
         'stats': {'num_instances': 3, 'num_vm_active': 3,
                   'num_task_None': 3, 'num_os_type_None': 3,
-                  'io_workload': 0, 'num_proj_p1': 2, 'num_proj_p2': 1}}
+                  'io_workload': 0, 'num_proj_p1': 2, 'num_proj_p2': 1},
+        'pci_stats': None}
     assert list(values['stats'])[-2:] == ['num_proj_p1', 'num_proj_p2']
 
 
@@ -127,7 +130,7 @@ def test_from_row_starts_from_the_reported_usage(conf):
         running_vms=2)
     node = agent.NodeUsage.from_row(row, index=3)
     assert (node.compute_id, node.key, node.index) == (7, ('h1', 'n1'), 3)
-    assert node.usage == (3, 2048, 10)
+    assert node.usage == (3, 2048, 10, 0)
     assert (node.vcpus_used, node.memory_mb_used, node.local_gb_used,
             node.running_vms) == (3, 2048, 10, 2)
     assert node.cpu_allocation_ratio == 4.0
@@ -306,3 +309,36 @@ def test_the_scheduler_takes_the_agent_row_over_its_consumption(ctx):
     state.update(db.compute_node_get_all(ctx)[0])
     assert (state.vcpus_used, state.free_ram_mb) == (2, 65536 - 4096)
     assert state.num_instances == 1
+
+
+# -- PCI devices (GPUs) ------------------------------------------------------
+
+def _gpu_vm(vm_id):
+    return trace.VM(vm_id, 0.0, 60.0, 4, 8192, gpus=2)
+
+
+def test_spawn_and_removal_write_the_pools(ctx):
+    seed.seed_fleet(ctx, [
+        seed.HostSpec('cpu', 'cpu', 32, 131072, 0),
+        seed.HostSpec('gpu', 'gpu', 32, 131072, 0, gpus=4,
+                      gpu_model='T4')])
+    agents = agent.ComputeAgents(ctx, None, fleet.load_nodes(ctx), False)
+    assert [node.gpus for node in agents.ordered] == [0, 4]
+    alias = gpus.GpuAlias.from_rows(fleet.load_nodes(ctx))
+    vms = [_gpu_vm('a'), _gpu_vm('b')]
+    uuids = agents.new_uuids(2)
+    dest = {'host': 'gpu', 'nodename': 'gpu'}
+    placed, _ = agents.spawn(vms, uuids, [dest, dest],
+                             pci_requests=alias.pci_requests(2, uuids[0]))
+    assert [record.devices for record in placed] == [((0, 2),), ((0, 2),)]
+
+    def free_gpus():
+        rows = {row['host']: row for row in db.compute_node_get_all(ctx)}
+        assert rows['cpu']['pci_stats'] is None
+        return pci_pools.parse_pools(rows['gpu']['pci_stats'])[0].count
+
+    assert free_gpus() == 0
+    agents.remove(placed[0])
+    agents.commit_removals([placed[0]])
+    assert free_gpus() == 2
+    assert agents.ordered[1].usage == (4, 8192, 0, 2)

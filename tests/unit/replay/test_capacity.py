@@ -61,7 +61,7 @@ def test_trace_demand_counts_departures_first_at_equal_times():
     times, held = capacity.trace_demand(requests)
     assert times.tolist() == [0.0, 0.0, 10.0, 10.0, 10.0, 10.0, 15.0]
     assert held[:, 0].tolist() == [2, 4, 2, 0, 1, 5, 1]
-    assert held[-1].tolist() == [1, 512, 0]   # the VM never deleted
+    assert held[-1].tolist() == [1, 512, 0, 0]   # the VM never deleted
 
 
 # -- fleet capacity ----------------------------------------------------------
@@ -76,11 +76,12 @@ def test_ratios_resolve_as_the_service_resolves_them(conf):
                             ram_allocation_ratio=1.0)]
     fleet_capacity = capacity.FleetCapacity.from_specs(specs)
     assert fleet_capacity.size == 2
-    assert fleet_capacity.ratios.tolist() == [[2.0, 1.5, 1.0],
-                                              [2.0, 1.0, 1.0]]
-    assert fleet_capacity.limits.tolist() == [[8, 12288, 100],
-                                              [16, 8192, 100]]
-    assert fleet_capacity.totals().tolist() == [24, 20480, 200]
+    # GPUs: none here, and no ratio (1.0).
+    assert fleet_capacity.ratios.tolist() == [[2.0, 1.5, 1.0, 1.0],
+                                              [2.0, 1.0, 1.0, 1.0]]
+    assert fleet_capacity.limits.tolist() == [[8, 12288, 100, 0],
+                                              [16, 8192, 100, 0]]
+    assert fleet_capacity.totals().tolist() == [24, 20480, 200, 0]
     assert fleet_capacity.effective_ratios() == {
         'cpu_allocation_ratio': 2.0,
         'ram_allocation_ratio': {'min': 1.0, 'max': 1.5},
@@ -92,7 +93,7 @@ def test_capacity_from_agent_nodes():
 
     nodes = [agent.NodeUsage(1, 'a', 'a', 4, 8192, 100, 3.0, 1.0, 1.0)]
     fleet_capacity = capacity.FleetCapacity.from_nodes(nodes)
-    assert fleet_capacity.limits.tolist() == [[12, 8192, 100]]
+    assert fleet_capacity.limits.tolist() == [[12, 8192, 100, 0]]
 
 
 # -- flavor mix --------------------------------------------------------------
@@ -101,7 +102,7 @@ def test_flavor_mix_shares_and_misfit():
     mix = capacity.FlavorMix.from_requests([
         _request(0, 1, 1024, None, count=3), _request(1, 4, 4096, None),
         _request(2, 1, 1024, None)])
-    assert mix.sizes.tolist() == [[1, 1024, 0], [4, 4096, 0]]
+    assert mix.sizes.tolist() == [[1, 1024, 0, 0], [4, 4096, 0, 0]]
     assert mix.shares.tolist() == [0.8, 0.2]
     assert mix.misfit(np.asarray([4, 4096, 0])) == (0.0, False)
     assert mix.misfit(np.asarray([2, 4096, 0])) == (pytest.approx(0.2),

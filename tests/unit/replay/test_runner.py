@@ -84,7 +84,8 @@ def test_a_group_window_without_project_ids_warns(tmp_path, caplog):
     path = tmp_path / 'anonymous.csv'
     path.write_text(HEADER + 'a,0,60,1,1024\nb,1,60,1,1024\n')
     settings = types.SimpleNamespace(trace=str(path), limit=None,
-                                     group_window_s=300.0)
+                                     group_window_s=300.0,
+                                     trace_format=None, embedded=True)
     with caplog.at_level(logging.WARNING, logger='scheduler_tools.replay'):
         requests = runner.load_requests(settings)
     assert len(requests) == 2
