@@ -6,7 +6,8 @@ own, on an in-memory broker) and prints a table of figures.  The
 scheduler's own settings come from the usual ``--config-file``; the
 replay's options (``--trace``, ``--limit``,
 ``--fleet``, ``--hosts``, ``--hosts-factor``, ``--host-shape``,
-``--seed``, ``--speed``, ``--compare``, ``--output``, ``--plot``,
+``--seed``, ``--speed``, ``--nocompare``, ``--report-dir``,
+``--noreport``, ``--output``, ``--plot``,
 ``--placements``, ``--transport-url``, ``--database-connection``,
 ``--seed-only``, ``--no-seed``, ...) parse with it; see
 ``scheduler_tools.replay`` and ``scheduler-replay --help``.
@@ -90,8 +91,10 @@ def main(argv=None):
         return 0
     if settings.planning:
         planning_report.print_tables(result)
-        return 0
-    report.print_tables(result)
+    else:
+        report.print_tables(result)
+    for path in settings.outputs():
+        print('Wrote %s' % path)
     return 0
 
 

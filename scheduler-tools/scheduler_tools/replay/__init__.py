@@ -10,7 +10,7 @@ services would.  It measures decisions (latency, NoValidHost, per
 flavor) and the fleet (hosts in use against the capacity lower bound,
 utilisation, stranded capacity), so that scheduler settings given in the
 usual configuration file can be compared on the same workload, and with
-``--compare`` against simple reference policies.
+against simple reference policies (``--nocompare`` to leave them out).
 
 Layout:
 

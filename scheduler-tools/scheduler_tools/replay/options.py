@@ -18,6 +18,7 @@ mode, and ``PLANNING_EXCLUDES`` the options neither takes.
 """
 
 import os
+import time
 
 from oslo_config import cfg
 
@@ -31,13 +32,20 @@ from scheduler_tools.replay.replayer import ReplayError
 
 DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data')
 DEFAULT_TRACE = os.path.join(DATA_DIR, 'azure-v1-slice.csv.gz')
-# The default fleet: 24 hosts of 64 vCPUs, 256 GiB and 2000 GiB.  The
-# shipped slice's running VMs ask for up to about 10.6 TiB of RAM, 28
-# such hosts' worth under Nova's RAM allocation ratio of 1.5: the fleet
-# is full (RAM at its limit) from about 0.4 of the slice's 1.3 hours on,
-# and about 3.5% of the requests meet NoValidHost.
-DEFAULT_HOSTS = 24
+# The default fleet, without --fleet, --hosts or --hosts-factor and when
+# the trace brings none: DEFAULT_HOSTS_FACTOR times the trace's peak
+# lower bound of hosts of DEFAULT_HOST_SHAPE (64 vCPUs, 256 GiB, 2000
+# GiB).  No placement fits the trace on fewer hosts than the bound, and
+# real packing needs some room above it (best-fit on the whole Azure V1
+# trace needs about 1.03 x its bound to refuse nothing), so at 1.15 x a
+# first run shows how tightly each policy packs, not a fleet too small
+# for its trace (the shipped slice: 50 hosts against a bound of 43).
+DEFAULT_HOSTS_FACTOR = 1.15
 DEFAULT_HOST_SHAPE = '64:262144:2000'
+# The report folder's name, from the run's start (UTC), and its files.
+REPORT_DIR_FORMAT = 'replay-%Y%m%d-%H%M%S'
+REPORT_JSON = 'summary.json'
+REPORT_PLOT = 'replay.png'
 DEFAULT_SEED = 0
 
 REPLAY_OPTS = [
@@ -53,12 +61,14 @@ REPLAY_OPTS = [
     cfg.StrOpt('fleet', metavar='PATH',
                help='Fleet CSV, one compute node per row; default: a '
                     'generated fleet of --hosts hosts of --host-shape.'),
-    cfg.IntOpt('hosts', default=DEFAULT_HOSTS, min=1, metavar='N',
-               help='Number of hosts of the generated fleet.'),
+    cfg.IntOpt('hosts', min=1, metavar='N',
+               help='Number of hosts of the generated fleet (default: '
+                    'sized from the trace, see --hosts-factor).'),
     cfg.FloatOpt('hosts-factor', min=0.0, metavar='F',
                  help='Size the generated fleet at F times the peak '
                       'capacity lower bound of the trace on hosts of '
-                      '--host-shape (instead of --hosts).'),
+                      '--host-shape (default, without --hosts: %g).'
+                      % DEFAULT_HOSTS_FACTOR),
     cfg.StrOpt('host-shape', default=DEFAULT_HOST_SHAPE,
                metavar='VCPUS:MEMORY_MB[:LOCAL_GB]',
                help='vcpus:memory_mb:local_gb of each generated host; '
@@ -75,16 +85,28 @@ REPLAY_OPTS = [
                  help='Seconds of the bins in which consecutive VMs of '
                       'one project and flavor form one request; 0 sends '
                       'every VM alone.'),
-    cfg.BoolOpt('compare', default=False,
+    cfg.BoolOpt('compare', default=True,
                 help='Also run the reference policies (first-fit, '
                      'best-fit) on the same trace and fleet and print '
-                     'them next to the service.'),
+                     'them next to the service (--nocompare: the service '
+                     'alone).'),
+    cfg.BoolOpt('report', default=True,
+                help='Write the report: the figures as JSON (%s) and the '
+                     'plot (%s) in --report-dir (--noreport: none but '
+                     'what --output and --plot ask for).'
+                     % (REPORT_JSON, REPORT_PLOT)),
+    cfg.StrOpt('report-dir', metavar='DIR',
+               help='Folder of the report (default: %s, from the start '
+                    'time in UTC, in the current folder).'
+                    % REPORT_DIR_FORMAT.replace('%', '%%')),
     cfg.StrOpt('output', metavar='PATH',
-               help='Write the figures as JSON to this file.'),
+               help='Write the figures as JSON to this file (instead of '
+                    'the report folder\'s).'),
     cfg.StrOpt('plot', metavar='PATH',
                help='Draw hosts in use against the lower bound, '
                     'utilisation, stranded capacity and NoValidHost '
-                    'moments over trace time into this PNG file.'),
+                    'moments over trace time into this PNG file (instead '
+                    'of the report folder\'s).'),
     cfg.StrOpt('placements', metavar='PATH',
                help='Write vm_id,host,nodename per VM (empty host: not '
                     'placed) to this CSV file.'),
@@ -160,13 +182,15 @@ class Settings:
         self.limit = conf.limit
         self.fleet = conf.fleet
         self.hosts = conf.hosts
+        self.hosts_given = conf.hosts is not None
         self.hosts_factor = conf.hosts_factor
         self.host_shape = fleet.parse_host_shape(conf.host_shape)
         self.speed = conf.speed or None
         self.group_window_s = conf.group_window
         self.compare = conf.compare
-        self.output = conf.output
-        self.plot = conf.plot
+        self.report_dir = _report_dir(conf)
+        self.output = conf.output or self._in_report(REPORT_JSON)
+        self.plot = conf.plot or self._in_report(REPORT_PLOT)
         self.placements = conf.placements
         self.transport_url = conf.replay_transport_url
         self.database_connection = conf.replay_database_connection
@@ -177,19 +201,24 @@ class Settings:
         self.random_seed = _random_seed(conf)
         if self.seed_only and self.no_seed:
             raise ReplayError('--seed-only and --no-seed exclude each other')
-        if self.hosts_factor and (self.fleet or self.no_seed):
-            raise ReplayError('--hosts-factor sizes a generated fleet: it '
-                              'does not apply with --fleet or --no-seed')
+        if self.hosts and self.hosts_factor:
+            raise ReplayError('--hosts and --hosts-factor both size the '
+                              'generated fleet: give one')
+        if (self.hosts or self.hosts_factor) and (self.fleet or
+                                                  self.no_seed):
+            raise ReplayError('--hosts and --hosts-factor size a generated '
+                              'fleet: they do not apply with --fleet or '
+                              '--no-seed')
         self.trace_format = (self.trace_format or
                              formats.detect_format(self.trace))
         self.trace_fleet = None
         if not (self.fleet or self.no_seed):
             self.trace_fleet = formats.trace_fleet(self.trace,
                                                    self.trace_format)
-        if self.hosts_factor and self.trace_fleet is not None:
-            raise ReplayError('--hosts-factor sizes a generated fleet: the '
-                              'trace %s brings its own (give --fleet to '
-                              'replace it)' % self.trace)
+        if (self.hosts or self.hosts_factor) and self.trace_fleet:
+            raise ReplayError('--hosts and --hosts-factor size a generated '
+                              'fleet: the trace %s brings its own (give '
+                              '--fleet to replace it)' % self.trace)
         self.find_fleet = conf.find_fleet
         self.max_refused = conf.max_refused
         self.fill_until_failure = conf.fill_until_failure
@@ -215,7 +244,7 @@ class Settings:
         generated fleet from it."""
         return not self.seed_only or (
             not self.fleet and not self.no_seed and
-            (self.hosts_factor or self.host_shape[2] is None))
+            (not self.hosts or self.host_shape[2] is None))
 
     def fleet_specs(self, requests=()):
         """The HostSpecs to seed: the fleet CSV, else the trace's own
@@ -233,12 +262,53 @@ class Settings:
         return fleet.generate_fleet(self.hosts, shape)
 
     def generated_hosts(self, shape, requests):
-        """``--hosts``, or with ``--hosts-factor`` that many times the
-        peak lower bound of ``requests`` on hosts of ``shape``."""
-        if not self.hosts_factor:
+        """``--hosts``, else ``--hosts-factor`` (default
+        ``DEFAULT_HOSTS_FACTOR``) times the peak lower bound of
+        ``requests`` on hosts of ``shape``."""
+        if self.hosts:
             return self.hosts
-        return capacity_mod.fleet_size_for(self.hosts_factor,
+        return capacity_mod.fleet_size_for(self.factor,
                                            peak_bound(shape, requests))
+
+    @property
+    def factor(self):
+        """The factor a generated fleet is sized by when ``--hosts``
+        does not give its size."""
+        return self.hosts_factor or DEFAULT_HOSTS_FACTOR
+
+    def fleet_origin(self):
+        """One line saying where the fleet comes from, and for a
+        generated one how it was sized (after ``fleet_specs``)."""
+        if self.no_seed:
+            return 'the compute nodes already in the database'
+        if self.fleet:
+            return 'the fleet of %s' % self.fleet
+        if self.trace_fleet is not None:
+            return "the trace's own node list"
+        vcpus, memory_mb, local_gb = self.host_shape
+        shape = ('%s generated hosts of %s vCPUs, %s MiB RAM and %s GiB '
+                 'disk' % tuple(format(value, ',') for value in (
+                     self.hosts, vcpus, memory_mb, local_gb)))
+        if self.hosts_given:
+            return '%s (--hosts)' % shape
+        how = ('--hosts-factor' if self.hosts_factor else
+               'the default; choose with --hosts or --hosts-factor')
+        return ("%s: %g x the trace's peak lower bound (%s)"
+                % (shape, self.factor, how))
+
+    def outputs(self):
+        """The files the run writes (``--output``, ``--plot``, the
+        report folder's), in that order; creates the folders they are
+        in."""
+        paths = [path for path in (self.output, self.plot) if path]
+        for path in paths:
+            os.makedirs(os.path.dirname(path) or os.curdir, exist_ok=True)
+        return paths
+
+    def _in_report(self, name):
+        if self.report_dir is None:
+            return None
+        return os.path.join(self.report_dir, name)
 
     def describe(self, conf=CONF):
         """JSON-ready description of the run and the scheduler's settings."""
@@ -277,7 +347,7 @@ class Settings:
         if self.trace_fleet is not None:
             return {'trace_nodes': os.path.abspath(self.trace)}
         return {'generated_hosts': self.hosts,
-                'hosts_factor': self.hosts_factor,
+                'hosts_factor': None if self.hosts_given else self.factor,
                 'host_shape': ':'.join(map(str, self.host_shape))}
 
 
@@ -325,10 +395,22 @@ def _check_planning(settings):
         raise ReplayError('--%s runs embedded services on temporary '
                           'databases of its own, as fast as it can: it '
                           'does not apply with %s' % (mode, ', '.join(taken)))
-    if settings.find_fleet and (settings.fleet or settings.hosts_factor):
+    if settings.find_fleet and (settings.fleet or settings.hosts or
+                                settings.hosts_factor):
         raise ReplayError('--find-fleet searches the number of generated '
                           'hosts of --host-shape: it does not apply with '
-                          '--fleet or --hosts-factor')
+                          '--fleet, --hosts or --hosts-factor')
+
+
+def _report_dir(conf):
+    """``--report-dir``, else (with ``--report``) a folder named from
+    the time now, UTC (``REPORT_DIR_FORMAT``); None with
+    ``--noreport``."""
+    if not conf.report:
+        return None
+    if conf.report_dir:
+        return conf.report_dir
+    return time.strftime(REPORT_DIR_FORMAT, time.gmtime())
 
 
 def _random_seed(conf):

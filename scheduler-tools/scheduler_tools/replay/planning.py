@@ -368,6 +368,7 @@ def run(settings) -> dict:
     if settings.find_fleet:
         figures['settings']['fleet'] = {'host_shape': figures['host_shape'],
                                         'generated_hosts': 'searched'}
+    settings.outputs()   # their folders
     if settings.output:
         planning_report.write_json(settings.output, figures)
     if settings.plot:

@@ -246,10 +246,18 @@ def comparison_rows(compare):
             if all(path[0] in figures for figures in compare.values())]
 
 
-def _table(title, columns, rows):
+# Under the comparison table: what its columns are.
+COMPARISON_CAPTION = (
+    'service: the scheduler with the given configuration (Nova\'s default '
+    'weighers spread; etc/scheduler/packing.conf packs); first-fit, '
+    'best-fit: reference policies simulated in memory on the same '
+    'requests, departures and nodes (--nocompare leaves them out)')
+
+
+def _table(title, columns, rows, caption=None):
     from rich.table import Table
 
-    table = Table(title=title)
+    table = Table(title=title, caption=caption)
     for index, column in enumerate(columns):
         table.add_column(column, justify='left' if index == 0 else 'right')
     for row in rows:
@@ -271,7 +279,8 @@ def render_tables(summary, title='Scheduler trace replay'):
             'Service against reference policies',
             ('Figure',) + tuple(summary['compare']),
             [(label,) + values for label, values in
-             comparison_rows(summary['compare'])]))
+             comparison_rows(summary['compare'])],
+            caption=COMPARISON_CAPTION))
     return tables
 
 

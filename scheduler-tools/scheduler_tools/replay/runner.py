@@ -5,7 +5,7 @@ seed the fleet (unless ``--no-seed``), read the compute nodes back,
 print the capacity lower bound of the trace on them, and replay
 (``replayer.Replay``, an ``loop.EventLoop``: every arrival one
 ``select_destinations`` call, every departure replayed, also after the
-last arrival).  With ``--compare`` the reference policies
+last arrival).  Unless ``--nocompare``, the reference policies
 (``policies``) run on the same requests and nodes in a separate process
 meanwhile.  Trace time is simulated: with ``--speed X`` the loop sleeps
 so that events happen at X times real time, otherwise it never sleeps.
@@ -176,6 +176,9 @@ def _progress_bar(total, enabled, decisions):
     try:
         yield advance
     finally:
+        # the last counts, as the table gives them
+        bar.set_postfix(placed=decisions.instances_placed,
+                        novalidhost=decisions.no_valid_host)
         bar.close()
 
 
@@ -207,6 +210,8 @@ def run(settings):
             specs = seed_database(ctx, settings, requests)
             if settings.seed_only:
                 return {'seeded_nodes': len(specs)}
+        print('scheduler-replay: fleet: %s' % settings.fleet_origin(),
+              file=sys.stderr)
         agents, capacity = fleet_agents(ctx)
         mix = capacity_mod.FlavorMix.from_requests(requests)
         trace_bound = announce(requests, capacity)
@@ -270,6 +275,7 @@ def _compare(summary, references):
 
 
 def _write_outputs(settings, summary, ledger, capacity, others):
+    settings.outputs()   # their folders
     if settings.output:
         report.write_json(settings.output, summary)
     if settings.plot:

@@ -6,7 +6,6 @@ import json
 
 import numpy as np
 import pytest
-from oslo_config import cfg
 
 from scheduler_tools.replay import capacity
 from scheduler_tools.replay import options
@@ -305,44 +304,3 @@ def test_tables_json_and_plots_of_both_modes(tmp_path, unit_ratios):
         assert image.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
     assert planning_report.find_fleet_rows(found)[0][:3] == (
         'first-fit', '40', '1.333')
-
-
-# -- options -----------------------------------------------------------------
-
-def _parsed(*args):
-    conf = cfg.ConfigOpts()
-    options.register_opts(conf)
-    conf(['--seed', '0'] + list(args), project='scheduler-replay-test')
-    return options.Settings(conf)
-
-
-@pytest.mark.parametrize('args, message', [
-    (['--find-fleet', '--fill-until-failure'], 'exclude each other'),
-    (['--find-fleet', '--fleet', 'f.csv'], 'does not apply with --fleet'),
-    (['--find-fleet', '--hosts-factor', '1.2'], '--hosts-factor'),
-    (['--max-refused', '0.01'], '--max-refused applies only with '
-                                '--find-fleet'),
-    (['--fill-until-failure', '--max-refused', '0.01'], '--max-refused'),
-    (['--fill-seed', '3'], 'only with --fill-until-failure'),
-    (['--reference-only'], 'only with --find-fleet or --fill-until'),
-    (['--fill-until-failure', '--transport-url', 'rabbit://x'],
-     'does not apply with --transport-url'),
-    (['--find-fleet', '--no-seed', '--speed', '2'],
-     'does not apply with --no-seed, --speed'),
-    (['--fill-until-failure', '--placements', 'p.csv'], '--placements'),
-])
-def test_planning_options_that_exclude_each_other(args, message):
-    with pytest.raises(ReplayError, match=message):
-        _parsed(*args)
-
-
-def test_planning_options_that_go_together():
-    found = _parsed('--find-fleet', '--max-refused', '0.01',
-                    '--reference-only')
-    assert found.planning == 'find-fleet' and found.max_refused == 0.01
-    filled = _parsed('--fill-until-failure', '--hosts-factor', '1.2',
-                     '--fill-seed', '4')
-    assert filled.planning == 'fill-until-failure'
-    assert filled.fill_seed == 4 and not filled.reference_only
-    assert _parsed('--fill-until-failure', '--fleet', 'f.csv').fleet
-    assert _parsed().planning is None

@@ -86,6 +86,8 @@ def test_tables_with_the_comparison():
     assert 'Per flavor' in text and '2 / 2048 / 0' in text
     assert 'Service against reference policies' in text
     assert 'first-fit' in text and 'best-fit' in text
+    # the caption says what the columns are
+    assert 'reference policies simulated in memory' in ' '.join(text.split())
     rows = dict(report.comparison_rows(_summary(compare=True)['compare']))
     assert rows['NoValidHost: instances'] == ('9', '9', '9')
     assert rows['Hosts in use / bound: peak'] == ('1.000',) * 3

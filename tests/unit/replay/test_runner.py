@@ -48,8 +48,9 @@ def test_a_shape_without_a_disk_gets_one_for_every_vm_at_once():
 
 def _settings(**values):
     settings = object.__new__(options.Settings)
-    defaults = dict(fleet=None, no_seed=False, seed_only=False, hosts=24,
-                    hosts_factor=None, host_shape=(8, 8192, None))
+    defaults = dict(fleet=None, no_seed=False, seed_only=False, hosts=None,
+                    hosts_given=False, hosts_factor=None,
+                    host_shape=(8, 8192, None))
     settings.__dict__.update(defaults, **values)
     return settings
 
@@ -65,16 +66,32 @@ def test_hosts_factor_sizes_the_fleet_from_the_peak_bound(conf):
     assert (specs[0].vcpus, specs[0].memory_mb, specs[0].local_gb) == (
         8, 8192, 1)
     assert settings.hosts == 3 and settings.host_shape == (8, 8192, 1)
-    assert len(_settings().fleet_specs(requests)) == 24
+    assert len(_settings(hosts=24, hosts_given=True).fleet_specs(
+        requests)) == 24
+
+
+def test_without_a_size_the_fleet_is_the_default_factor_of_the_bound(conf):
+    for name in ('cpu_allocation_ratio', 'ram_allocation_ratio'):
+        conf.set_override(name, 1.0)
+    requests = _requests((4, 4096, 0), (8, 8192, 0))   # bound: 2 hosts
+    settings = _settings()
+    assert len(settings.fleet_specs(requests)) == 3    # ceil(1.15 * 2)
+    assert settings.fleet_origin() == (
+        "3 generated hosts of 8 vCPUs, 8,192 MiB RAM and 1 GiB disk: 1.15 x "
+        "the trace's peak lower bound (the default; choose with --hosts or "
+        "--hosts-factor)")
 
 
 def test_the_trace_is_read_to_size_a_fleet_even_when_only_seeding():
     assert _settings().needs_trace
     assert _settings(seed_only=True, host_shape=(8, 8192, None)).needs_trace
-    shaped = _settings(seed_only=True, host_shape=(8, 8192, 10))
+    shaped = _settings(seed_only=True, host_shape=(8, 8192, 10), hosts=4,
+                       hosts_given=True)
     assert not shaped.needs_trace
+    # sized from the trace: by --hosts-factor, or by default
     assert _settings(seed_only=True, host_shape=(8, 8192, 10),
                      hosts_factor=1.2).needs_trace
+    assert _settings(seed_only=True, host_shape=(8, 8192, 10)).needs_trace
     assert not _settings(seed_only=True, fleet='f.csv').needs_trace
 
 
