@@ -375,6 +375,15 @@ filter_scheduler_opts = [
                       'request: best-fit packing, see '
                       '``etc/scheduler/packing.conf``.  Negative prefers '
                       'the loosest fit.'),
+    cfg.FloatOpt('ram_first_fit_weight_multiplier', default=0.0,
+                 help='RamFirstFitWeigher multiplier (ours, not in Nova).  '
+                      '0 disables it; positive prefers the host whose RAM '
+                      '(with the allocation ratio, as the claims count it) '
+                      'is left smallest by the request, ties going to the '
+                      'tightest other resource: best fit on the resource '
+                      'a fleet usually runs out of first, see '
+                      '``etc/scheduler/packing.conf``.  Negative prefers '
+                      'the loosest fit.'),
     cfg.FloatOpt('image_props_weight_multiplier', default=0.0,
                  help='ImagePropertiesWeigher multiplier.  0 disables it.'),
     cfg.ListOpt('image_props_weight_setting', default=[],

@@ -101,6 +101,20 @@ def whole_node_amounts(get: Callable[[str], typing.Any]) -> Amounts:
     return Amounts(*(get(resource.total) for resource in CLAIMED))
 
 
+def leftover_share(get: Callable[[str], typing.Any], resource: Claimed,
+                   requested: typing.Any) -> typing.Any:
+    """The share of one claimed resource's limit a node keeps free after
+    ``requested`` more, ``(total * ratio - used - requested) / (total *
+    ratio)``: a float array, of one value for a HostState's scalars
+    (``get`` as for ``claim_fits``); inf where the limit is 0 (the node
+    has none of the resource).  The packing weighers rank by it."""
+    limit = np.atleast_1d(np.asarray(
+        get(resource.total) * get(resource.ratio), dtype=np.float64))
+    left = limit - get(resource.used) - requested
+    return np.divide(left, limit, out=np.full(limit.shape, np.inf),
+                     where=limit > 0)
+
+
 def claim_fits(get: Callable[[str], typing.Any],
                amounts: Amounts) -> typing.Any:
     """Whether ``amounts`` fit by every rule a claim enforces.

@@ -49,11 +49,8 @@ def _tightest_leftover(get, spec_obj):
     amounts = capacity.claim_amounts(spec_obj)
     tightest = None
     for resource in capacity.CLAIMED:
-        limit = np.atleast_1d(np.asarray(
-            get(resource.total) * get(resource.ratio), dtype=np.float64))
-        left = limit - get(resource.used) - getattr(amounts, resource.name)
-        share = np.divide(left, limit, out=np.full(limit.shape, np.inf),
-                          where=limit > 0)
+        share = capacity.leftover_share(get, resource,
+                                        getattr(amounts, resource.name))
         tightest = share if tightest is None else np.minimum(tightest, share)
     tightest[np.isinf(tightest)] = 0.0
     return -tightest
