@@ -8,9 +8,10 @@ lower bound, the allowed share and each policy's answer marked.
 ``--fill-until-failure``: one column per policy (instances placed
 before the first refusal, hosts in use against the lower bound of what
 they hold, the refused request, and per resource the trace asks for
-what is used, free and stranded, each also as a share of the fleet's
-capacity x ratio); the plot draws per resource a stacked bar per
-policy: used, stranded, other free, as shares of capacity.
+what is used, free, free where no size fits and stranded against the
+flavor mix, each also as a share of the fleet's capacity x ratio); the
+plot draws per resource a stacked bar per policy: used, free where no
+size fits, other free, as shares of capacity.
 
 The formatting helpers are ``report``'s.
 """
@@ -25,7 +26,8 @@ RESOURCE_UNITS = {'vcpus': ('vCPUs', 'vCPU', 1.0),
                   'memory_mb': ('RAM GiB', 'GiB', 1024.0),
                   'disk_gb': ('disk GiB', 'GiB disk', 1.0),
                   'gpus': ('GPUs', 'GPU', 1.0)}
-FILL_PARTS = (('used', 'C0'), ('stranded', 'C3'), ('other free', 'C7'))
+FILL_PARTS = (('used', 'C0'), ('free where no size fits', 'C3'),
+              ('other free', 'C7'))
 # The refused-share axis shows at least this many percent, and room above
 # the highest point.
 MIN_SHARE_AXIS = 0.1
@@ -88,8 +90,8 @@ def fill_title(figures):
 
 # Rows of each resource the trace asks for: label, figure.
 FILL_RESOURCE_ROWS = (('used', 'used'), ('free', 'free'),
-                      ('stranded', 'stranded'),
-                      ('stranded, mix', 'mix_stranded'))
+                      ('free where no size fits', 'stranded'),
+                      ('stranded (flavor mix)', 'mix_stranded'))
 
 
 def _flavor_text(refused, asked):
