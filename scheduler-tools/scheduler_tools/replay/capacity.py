@@ -80,10 +80,12 @@ class FleetCapacity:
 
     @classmethod
     def _build(cls, physical, ratios):
+        """From rows of RESOURCES values and of RATIO_NAMES ratios (the
+        GPUs' ratio is added by ``__post_init__``)."""
         return cls(np.asarray(physical, dtype=float).reshape(
                        -1, len(RESOURCES)),
-                   np.asarray([ratio + (GPU_RATIO,) for ratio in ratios],
-                              dtype=float).reshape(-1, len(RESOURCES)))
+                   np.asarray(ratios, dtype=float).reshape(
+                       -1, len(RATIO_NAMES)))
 
     @classmethod
     def from_nodes(cls, nodes):

@@ -73,9 +73,7 @@ def iter_vms(path, fmt=None, limit=None):
 def read_vms(path, fmt=None, limit=None):
     """The VMs of ``path`` (see ``iter_vms``), sorted by arrival time;
     VMs arriving at the same time keep their order."""
-    vms = list(iter_vms(path, fmt, limit))
-    vms.sort(key=lambda vm: vm.arrival_s)
-    return vms
+    return trace.by_arrival(iter_vms(path, fmt, limit))
 
 
 def trace_fleet(path, fmt=None):

@@ -231,12 +231,16 @@ def iter_trace(path, limit=None):
         yield parse_vm(row, line=line)
 
 
+def by_arrival(vms):
+    """``vms`` (an iterable of VMs) as a list sorted by arrival time;
+    VMs arriving at the same time keep their order."""
+    return sorted(vms, key=lambda vm: vm.arrival_s)
+
+
 def read_trace(path, limit=None):
     """The VMs of ``path`` (see ``iter_trace``), sorted by arrival time;
     VMs arriving at the same time keep their file order."""
-    vms = list(iter_trace(path, limit))
-    vms.sort(key=lambda vm: vm.arrival_s)
-    return vms
+    return by_arrival(iter_trace(path, limit))
 
 
 def write_trace(path, vms):
