@@ -19,6 +19,7 @@ from oslo_config import cfg
 from scheduler_tools.replay import broker
 from scheduler_tools.replay import capacity
 from scheduler_tools.replay import deployment
+from scheduler_tools.replay import metrics
 from scheduler_tools.replay import options
 from scheduler_tools.replay import runner
 from scheduler_tools.replay import trace
@@ -244,3 +245,22 @@ def test_the_users_log_choice_wins(tmp_path, args, level):
                             cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert int(result.stdout.split()[-1]) == level
+
+
+# -- the progress bar --------------------------------------------------------
+
+def test_the_progress_bar_ends_on_the_tables_counts(capsys):
+    decisions = metrics.DecisionStats()
+    requests = [_request_of(2), _request_of(1), _request_of(3)]
+    with runner._progress_bar(6, True, decisions) as advance:
+        for request, placed in zip(requests, (2, 0, 3), strict=True):
+            decisions.record(0.001, request.num_instances, placed)
+            advance(request)
+    # Fewer requests than PROGRESS_EVERY: only the closing update counts.
+    last = capsys.readouterr().err.replace('\r', '\n').strip().splitlines()
+    assert 'novalidhost=1, placed=5' in last[-1]
+
+
+def _request_of(count):
+    return trace.Request(0, 0.0, [trace.VM('vm', 0.0, None, 1, 512)
+                                  for _ in range(count)])
