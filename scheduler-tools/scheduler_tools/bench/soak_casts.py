@@ -40,6 +40,7 @@ class CastLoop:
         self.aggregates = collections.deque()   # (id, Aggregate)
         self.errors = 0
         self._made = 0
+        self._grow_next = False
 
     def run(self, stop):
         tick = 0
@@ -69,19 +70,29 @@ class CastLoop:
 
     def aggregate_step(self, ctx):
         """Create, grow or delete one aggregate of the soak's, in the
-        database, then cast it."""
+        database, then cast it.
+
+        The steps follow a fixed cycle, so that every kind of cast comes
+        within ``2 * MAX_AGGREGATES`` steps whatever the random draws: the
+        oldest aggregate is deleted once ``MAX_AGGREGATES`` live, and
+        otherwise creating one and adding a host to one alternate (a host
+        already in the drawn aggregate makes that step a create).
+        """
         if len(self.aggregates) >= MAX_AGGREGATES:
             aggregate_id, obj = self.aggregates.popleft()
             host_aggregates.aggregate_delete(ctx, aggregate_id)
             self.api.delete_aggregate(ctx, obj)
             self.world.count('delete_aggregate')
             return
-        if self.aggregates and self.rng.random() < 0.5:
+        grow, self._grow_next = self._grow_next, not self._grow_next
+        position = None
+        if grow and self.aggregates:
             position = self.rng.randrange(len(self.aggregates))
             aggregate_id, obj = self.aggregates[position]
             new = self.rng.choice(self.host_names)
             if new in (obj.hosts or []):
-                return
+                position = None
+        if position is not None:
             row = host_aggregates.aggregate_add_host(ctx, aggregate_id, new)
         else:
             self._made += 1
@@ -94,7 +105,6 @@ class CastLoop:
                                             self.rng.randint(1, 4))):
                 row = host_aggregates.aggregate_add_host(ctx, row['id'],
                                                          host)
-            position = None
         obj = aggregate_obj.Aggregate.from_db(row)
         if position is None:
             self.aggregates.append((row['id'], obj))

@@ -607,6 +607,24 @@ def test_cast_loop_churns_its_aggregates(ctx):
                     if n.startswith(soak_casts.AGGREGATE_PREFIX)]
 
 
+def test_cast_loop_casts_every_kind_within_one_cycle(ctx):
+    """Whatever the draws, a delete comes by the ``2 * MAX_AGGREGATES``th
+    step: the short soak's minute has twelve steps and must see one."""
+    hosts = workload.generate_hosts(3)
+    workload.seed_hosts(ctx, hosts)
+    for draw in range(20):
+        api = FakeAPI()
+        world = soak_world.World(api, 100, 0.0)
+        loop = soak_casts.CastLoop(api, world, [h.host for h in hosts],
+                                   seed=draw)
+        for _ in range(2 * soak_casts.MAX_AGGREGATES):
+            loop.aggregate_step(ctx)
+        names = [name for name, _, _ in api.casts]
+        assert 'delete_aggregate' in names, (draw, names)
+        assert names[0] == 'update_aggregates', (draw, names)
+        loop.remove_all(ctx)
+
+
 # ---------------------------------------------------------- the command --
 
 def _settings(*args):
