@@ -4,7 +4,7 @@
 its ``HostTable`` (``table``) and brings them up to date through
 ``scheduler.db.source``: change reads, the sweep of late rows (with the
 service rows whose heartbeat is about to look down,
-``servicegroup.Suspects``), and full reads (docs/refresh.rst).  It
+``suspects.Suspects``), and full reads (docs/refresh.rst).  It
 takes each host's aggregates and instances from the trackers of
 ``scheduler.view.tracking``.  Not thread-safe: the host manager's lock
 guards it.  It records the time of each read and
@@ -27,7 +27,7 @@ from oslo_utils import timeutils
 
 from scheduler.conf import CONF
 from scheduler.observability import metrics
-from scheduler.view import servicegroup
+from scheduler.view import suspects
 from scheduler.view import tracking
 from scheduler.view.host_state import HostState
 from scheduler.view.host_table import HostTable
@@ -41,7 +41,7 @@ COMPUTE_BINARY = 'nova-compute'
 # How much earlier than the previous sweep the next one starts: the
 # commit delay and writer clock lag that a sweep forgives (a service's
 # heartbeat later than that is read again by id before it can look
-# down: ``servicegroup.Suspects``).
+# down: ``suspects.Suspects``).
 CLOCK_MARGIN = datetime.timedelta(seconds=1)
 # Seconds between two sweeps (see ``Refresher.refresh_changes``).
 SWEEP_INTERVAL = 1.0
@@ -66,7 +66,7 @@ class Refresher:
         self._skipped: dict[int, str] = {}       # id -> host, no service
         self._reread: set[int] = set()           # ids to copy again
         self._service_seen: dict[int, Any] = {}  # services.id -> version
-        self.suspects = servicegroup.Suspects()  # heartbeats to re-read
+        self.suspects = suspects.Suspects()  # heartbeats to re-read
         # Naive UTC starts of the last read and of the last sweep, and
         # monotonic times of the last sweep, full read and read: set by
         # the first (full) read, which comes before any other.
@@ -210,7 +210,7 @@ class Refresher:
         ``CLOCK_MARGIN`` before the previous sweep are compared with ours,
         and the rows that differ are read in full, with the rows of the
         services whose heartbeat is about to look down
-        (``servicegroup.Suspects``), however late they came.
+        (``suspects.Suspects``), however late they came.
         """
         if self._full_refresh_due():
             return False
@@ -223,9 +223,9 @@ class Refresher:
             context, self._last_read - self.source.timestamp_resolution(),
             COMPUTE_BINARY)
         sweeping = now - self._last_sweep >= SWEEP_INTERVAL
-        suspects: set[int] = set()
+        reread: set[int] = set()
         if sweeping:
-            suspects = self._add_late_rows(context, changes, started)
+            reread = self._add_late_rows(context, changes, started)
         if not self._same_nodes(changes['compute_nodes'],
                                 changes['deleted_compute_node_ids'],
                                 changes['services']):
@@ -234,7 +234,7 @@ class Refresher:
                                            changes['compute_nodes'])
         changed += self._apply_instance_rows(context, changes['instances'])
         self.table.sync(changed)
-        self.suspects.read(suspects, now)
+        self.suspects.read(reread, now)
         self.table.sync(self._apply_service_rows(changes['services']),
                         part='service')
         self._last_read = started
@@ -257,10 +257,10 @@ class Refresher:
                                                          COMPUTE_BINARY)
         late = _late_ids(versions, changes, {
             'compute_nodes': self._seen, 'services': self._service_seen})
-        suspects = set(self.suspects.due(self.table, now, time.monotonic())
-                       ).difference(row['id'] for row in changes['services'])
+        reread = set(self.suspects.due(self.table, now, time.monotonic())
+                     ).difference(row['id'] for row in changes['services'])
         rows = _rows_by_ids(self.source, context, late['compute_nodes'],
-                            late['services'] | suspects)
+                            late['services'] | reread)
         for name in ('compute_nodes', 'services'):
             changes[name] = changes[name] + rows[name]
         changes['deleted_compute_node_ids'] |= rows['deleted_compute_node_ids']
@@ -269,7 +269,7 @@ class Refresher:
             row for row in self.source.get_instance_changes_since(
                 context, since)
             if row['id'] not in known]
-        return suspects
+        return reread
 
     def _same_nodes(self, computes: Iterable[Row], deleted: set[int],
                     services: Iterable[Row]) -> bool:

@@ -16,7 +16,7 @@ delays the next one), each in its own way:
 Both are up by Nova's rule (a heartbeat at most ``service_down_time``,
 10 s, old in the row, whenever it is read), yet the view's change
 reads, which find rows by their stamps, never bring their heartbeats:
-before the suspects were read again (``servicegroup.Suspects``), both
+before the suspects were read again (``suspects.Suspects``), both
 looked down from ``service_down_time`` after the view's full read until
 the next one, and their boots got NoValidHost.  Each test boots
 ``BOOTS`` instances, one every ``BOOT_EVERY_S`` s (24 s in all), on each

@@ -20,13 +20,11 @@ The view reads the claimed sums (``sums``, ``changed_since``) to add
 them to Nova's rows.  All datetimes are naive UTC.
 """
 
+import importlib
 import typing
 
 import sqlalchemy as sa
 from oslo_utils import timeutils
-from sqlalchemy.dialects import mysql
-from sqlalchemy.dialects import postgresql
-from sqlalchemy.dialects import sqlite
 
 from scheduler.db import models
 
@@ -147,15 +145,18 @@ def _merged(table, new, name):
 def _refresh_statement(dialect):
     """INSERT the proposed snapshot, or on an existing row keep the newer
     of the two (``_merged``); ``reported_at`` is assigned last (MySQL
-    evaluates its assignments in order)."""
+    evaluates its assignments in order; ``mariadb://`` URLs name their
+    dialect ``mariadb``).  The dialect's module is
+    imported here, by the engine that needs it, not by every command
+    line that imports this module."""
     names = list(USED) + list(OTHERS) + ['reported_at']
-    if dialect == 'mysql':
-        statement = mysql.insert(NODE_CLAIMS)
+    module = 'mysql' if dialect in ('mysql', 'mariadb') else dialect
+    statement = importlib.import_module(
+        'sqlalchemy.dialects.%s' % module).insert(NODE_CLAIMS)
+    if module == 'mysql':
         new = statement.inserted
         return statement.on_duplicate_key_update(
             [(name, _merged(NODE_CLAIMS, new, name)) for name in names])
-    module = postgresql if dialect == 'postgresql' else sqlite
-    statement = module.insert(NODE_CLAIMS)
     new = statement.excluded
     return statement.on_conflict_do_update(
         index_elements=[NODE_CLAIMS.c.id],

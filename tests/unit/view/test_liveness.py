@@ -1,5 +1,5 @@
 """The liveness of the view's copies of service rows: which services
-``servicegroup.Suspects`` names for a re-read, and the host manager
+``suspects.Suspects`` names for a re-read, and the host manager
 reading them again by id, on a real SQLite database, when their
 heartbeat came too late for the change reads; and the soak's lagging
 heartbeats and its ``hosts_up`` check."""
@@ -15,7 +15,7 @@ from scheduler.db import changes as db_changes
 from scheduler.db import hosts as db_hosts
 from scheduler.view import host_manager
 from scheduler.view import refresh
-from scheduler.view import servicegroup
+from scheduler.view import suspects
 from scheduler.view.host_table import HostTable
 from scheduler_tools import seed
 from scheduler_tools import writers
@@ -45,7 +45,7 @@ def down_time(conf):
 
 # -- Suspects -----------------------------------------------------------------
 
-CLOSING_S = DOWN_TIME_S - servicegroup.RECHECK_MARGIN_S
+CLOSING_S = DOWN_TIME_S - suspects.RECHECK_MARGIN_S
 
 
 def test_suspects_are_services_about_to_look_down_but_forced_ones(
@@ -66,7 +66,7 @@ def test_suspects_are_services_about_to_look_down_but_forced_ones(
         _state('ahead', id=9, last_seen_up=_ago(-3600, now)),
         _state('none', id=10)])
     table.states[-1].service = None   # a node without a service
-    assert servicegroup.Suspects().due(table, now, 100.0) == [
+    assert suspects.Suspects().due(table, now, 100.0) == [
         2, 3, 4, 6, 7, 9]
 
 
@@ -79,15 +79,15 @@ def test_copies_before_the_closing_margin_are_read_a_share_per_second(
     table = HostTable([_state('h%d' % index, id=index,
                               last_seen_up=_ago(age, now))
                        for index, age in enumerate(ages)])
-    suspects = servicegroup.Suspects()
-    first = suspects.due(table, now, 100.0)
+    checker = suspects.Suspects()
+    first = checker.due(table, now, 100.0)
     assert first == list(range(11))
-    suspects.read(first, 100.0)
-    second = suspects.due(table, now + datetime.timedelta(seconds=1), 101.0)
+    checker.read(first, 100.0)
+    second = checker.due(table, now + datetime.timedelta(seconds=1), 101.0)
     assert second == list(range(11, 22))      # 89 / 8.5
-    suspects.read(second, 101.0)
+    checker.read(second, 101.0)
     # At the margin, the rest.
-    last = suspects.due(table, now + datetime.timedelta(seconds=9.5), 109.5)
+    last = checker.due(table, now + datetime.timedelta(seconds=9.5), 109.5)
     assert last == list(range(22, 100))
 
 
@@ -97,18 +97,18 @@ def test_a_service_read_again_with_nothing_new_waits_unless_its_row_changes(
     table = HostTable([
         _state('dead', id=3, last_seen_up=_ago(3600, now)),
         _state('closing', id=2, last_seen_up=_ago(CLOSING_S + 1, now))])
-    suspects = servicegroup.Suspects()
-    suspects.read([2, 3], 100.0)
+    checker = suspects.Suspects()
+    checker.read([2, 3], 100.0)
     # 'closing' is still up: read again at every check until it is not.
-    assert suspects.due(table, now, 100.5) == [2]
-    wait = servicegroup.UNCHANGED_RECHECK_S
-    assert suspects.due(table, now, 100.0 + wait) == [2, 3]
-    suspects.read([2, 3], 200.0)
-    suspects.changed([3])            # a read brought a new row
-    assert suspects.due(table, now, 200.5) == [2, 3]
-    suspects.read([2, 3], 300.0)
-    suspects.clear()
-    assert suspects.due(table, now, 300.5) == [2, 3]
+    assert checker.due(table, now, 100.5) == [2]
+    wait = suspects.UNCHANGED_RECHECK_S
+    assert checker.due(table, now, 100.0 + wait) == [2, 3]
+    checker.read([2, 3], 200.0)
+    checker.changed([3])            # a read brought a new row
+    assert checker.due(table, now, 200.5) == [2, 3]
+    checker.read([2, 3], 300.0)
+    checker.clear()
+    assert checker.due(table, now, 300.5) == [2, 3]
 
 
 def test_no_paced_reads_within_the_report_interval(conf):
@@ -119,7 +119,7 @@ def test_no_paced_reads_within_the_report_interval(conf):
     now = timeutils.utcnow()
     table = HostTable([_state('h1', id=1, last_seen_up=_ago(11, now)),
                        _state('h2', id=2, last_seen_up=_ago(12.5, now))])
-    assert servicegroup.Suspects().due(table, now, 100.0) == [2]
+    assert suspects.Suspects().due(table, now, 100.0) == [2]
 
 
 # -- the host manager ---------------------------------------------------------
@@ -190,7 +190,7 @@ def test_a_dead_host_costs_a_read_per_recheck_interval(ctx, reads,
         manager.get_all_host_states(ctx)
     assert reads == [[dead]]
     assert _up(manager) == {'dead': False, 'alive': True}
-    monkeypatch.setattr(servicegroup, 'UNCHANGED_RECHECK_S', 0.0)
+    monkeypatch.setattr(suspects, 'UNCHANGED_RECHECK_S', 0.0)
     manager.get_all_host_states(ctx)
     assert reads == [[dead], [dead]]
 
@@ -208,7 +208,7 @@ def test_a_dead_host_back_with_a_late_heartbeat_is_up_at_the_recheck(
                                                 'updated_at': stamp})
     manager.get_all_host_states(ctx)
     assert _up(manager) == {'back': False}   # waits for the recheck
-    monkeypatch.setattr(servicegroup, 'UNCHANGED_RECHECK_S', 0.0)
+    monkeypatch.setattr(suspects, 'UNCHANGED_RECHECK_S', 0.0)
     manager.get_all_host_states(ctx)
     assert _up(manager) == {'back': True}
     assert len(reads) == 2
