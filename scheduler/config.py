@@ -46,14 +46,16 @@ def parse_args(argv, default_config_files=None, messaging=True,
     ``log_to_terminal``.  ``epilog``: what ``--help`` prints last.
     """
     register_log_options()
+    CONF(argv, project='scheduler', version=version(),
+         default_config_files=default_config_files, epilog=epilog)
     if messaging:
-        # Imported here: oslo.messaging (and eventlet, which it imports)
-        # is a second of start-up a command that sends nothing skips.
+        # Imported here, once ``--help`` and ``--version`` have exited:
+        # oslo.messaging (and eventlet, which it imports) is a second of
+        # start-up a command that sends nothing skips.  Its options are
+        # no command-line options, so they may come after the parse.
         from scheduler import rpc
 
         rpc.set_defaults()
-    CONF(argv, project='scheduler', version=version(),
-         default_config_files=default_config_files, epilog=epilog)
     if terminal is not None:
         log_to_terminal(terminal)
     logging.setup(CONF, 'scheduler')

@@ -13,24 +13,28 @@ two arenas, not eight per core (``scheduler.server.malloc_arenas``).
 
 import sys
 
-from oslo_concurrency import processutils
 from oslo_log import log as logging
 
-from scheduler import conf
 from scheduler import config
 from scheduler.conf import CONF
-from scheduler.conf import unhonoured
-from scheduler.observability import tracemalloc_dump
-from scheduler.server import launcher
-from scheduler.server import malloc_arenas
-from scheduler.server import preflight
-from scheduler.server import service
 
 LOG = logging.getLogger(__name__)
 
 
 def main(argv=None):
     config.parse_args(sys.argv[1:] if argv is None else argv)
+    # Imported once the arguments are parsed: ``--help`` and
+    # ``--version`` exit before the service's runtime loads.
+    from oslo_concurrency import processutils
+
+    from scheduler import conf
+    from scheduler.conf import unhonoured
+    from scheduler.observability import tracemalloc_dump
+    from scheduler.server import launcher
+    from scheduler.server import malloc_arenas
+    from scheduler.server import preflight
+    from scheduler.server import service
+
     conf.register_client_opts(CONF)
     error = preflight.problem()
     if error:
