@@ -15,12 +15,15 @@ disabled service's node), the node's used amounts as one allocation.
 
 ``Tracker`` then plays nova-compute while the schedulers run: a thread
 keeps every service up (``updated_at`` / ``last_seen_up`` every
-``HEARTBEAT_S``) and applies the instances placed, as the resource
-tracker would after a claim: the node's ``*_used``, ``free_*``,
-``running_vms`` and ``updated_at``, and an ``instances`` row (host,
-node, flavor sizes, ``vm_state`` active).  ``reset`` puts the fleet back
-to its seeded state between phases (instances, usage, Placement
-allocations of the phase's consumers, the SQL mode's claims).
+``HEARTBEAT_S``, a tenth of the services every tenth of that, as
+independent nova-computes spread their beats: neither scheduler meets
+the whole fleet's heartbeats in one refresh) and applies the instances
+placed, as the resource tracker would after a claim: the node's
+``*_used``, ``free_*``, ``running_vms`` and ``updated_at``, and an
+``instances`` row (host, node, flavor sizes, ``vm_state`` active).
+``reset`` puts the fleet back to its seeded state between phases
+(instances, usage, Placement allocations of the phase's consumers, the
+SQL mode's claims).
 """
 
 import dataclasses
@@ -44,6 +47,7 @@ from scheduler_tools.bench import workload
 SERVICE_VERSION = 74
 OWNER_TRAIT = 'OWNER_NOVA'
 HEARTBEAT_S = 10.0
+HEARTBEAT_SLICES = 10
 # Consumers per ``POST /allocations`` that deletes a phase's claims
 # (microversion 1.13 to 1.27: several consumers, no consumer
 # generation; empty allocations delete a consumer's).
@@ -306,12 +310,16 @@ class Tracker:
 
     def _loop(self):
         beat = 0.0
+        index = None   # the first beat stamps every service
+        period = HEARTBEAT_S / HEARTBEAT_SLICES
         while not self._done.is_set():
-            if time.monotonic() - beat > HEARTBEAT_S:
-                self._beat()
+            if time.monotonic() - beat > period:
+                self._beat(index)
+                index = 0 if index is None else (index + 1) % (
+                    HEARTBEAT_SLICES)
                 beat = time.monotonic()
             try:
-                first = self._queue.get(timeout=1.0)
+                first = self._queue.get(timeout=period)
             except queue.Empty:
                 continue
             batch = [first]
@@ -328,10 +336,16 @@ class Tracker:
             for _ in batch:
                 self._queue.task_done()
 
-    def _beat(self):
+    def _beat(self, index):
+        """Beat the services whose ``id % HEARTBEAT_SLICES`` is
+        ``index`` (every service with None)."""
         now = _now()
+        statement = self.services.update()
+        if index is not None:
+            statement = statement.where(
+                self.services.c.id % HEARTBEAT_SLICES == index)
         with self.engine.begin() as connection:
-            connection.execute(self.services.update().values(
+            connection.execute(statement.values(
                 updated_at=now, last_seen_up=now,
                 report_count=self.services.c.report_count + 1))
 

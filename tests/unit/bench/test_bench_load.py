@@ -191,6 +191,26 @@ def test_drive_counts_every_outcome():
     assert not timings.truncated
 
 
+def test_heartbeats_beat_every_service_then_a_slice_at_a_time(monkeypatch):
+    """The load's heartbeats stamp the fleet once, then one slice a
+    period, as independent nova-computes spread theirs; the whole fleet
+    at once every interval made every worker read every service row in
+    one refresh (issue 33's p99 bursts)."""
+    calls = []
+    enough = threading.Event()
+
+    def beat(ctx, *args):
+        calls.append(args)
+        if len(calls) >= 5:
+            enough.set()
+        return 0
+
+    monkeypatch.setattr(seed, 'heartbeat_services', beat)
+    with load_callers.heartbeats(interval_s=0.03, slices=3):
+        assert enough.wait(30)
+    assert calls[:5] == [(), (3, 0), (3, 1), (3, 2), (3, 0)]
+
+
 def test_drive_stops_at_the_deadline():
     stop = threading.Event()
     result = load_callers.drive(lambda request: 1, _Feed(range(10)), 2,
