@@ -17,7 +17,6 @@ import concurrent.futures
 import os
 import subprocess
 
-from scheduler_tools import databases
 from scheduler_tools.bench import BenchError
 
 NOVA_VERSION = '34.0.0'
@@ -80,6 +79,10 @@ def make_databases(venv, admin_url, workdir):
     """Nova's API, cell0 and cell1 databases, new on the server of
     ``admin_url``, their schemas and cell mappings made by nova-manage;
     returns ``{name: URL}`` (``DATABASES``)."""
+    # Imported here: scheduler-bench --help (default_venv) starts without
+    # SQLAlchemy.
+    from scheduler_tools import databases
+
     urls = {name: databases.create_database(admin_url, 'versus_' + name)
             for name in DATABASES}
     confs = {name: _manage_conf(os.path.join(workdir, 'manage-%s.conf'
@@ -104,6 +107,9 @@ def make_databases(venv, admin_url, workdir):
 
 
 def drop_databases(urls):
+    # Imported here, as in make_databases.
+    from scheduler_tools import databases
+
     for url in urls.values():
         databases.drop_database(url)
 

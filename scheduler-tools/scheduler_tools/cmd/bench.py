@@ -70,8 +70,13 @@ Exit status: 0 when the benchmark ran (whether or not targets are met),
 claims, unanswered calls) or the placement mode found candidates that
 differ from Placement's or the versus-nova mode found an overcommit
 or allocations that differ from the instances placed, 2 when it could not run.
+
+The modes' modules (SQLAlchemy, NumPy, oslo.messaging...) are imported
+once the options are parsed, so ``--help`` and ``--version`` answer
+without them.
 """
 
+import importlib
 import os
 import platform
 import sys
@@ -84,17 +89,7 @@ from oslo_log import log as logging
 from scheduler import config
 from scheduler.conf import CONF
 from scheduler_tools import bench
-from scheduler_tools import databases
-from scheduler_tools.bench import endtoend
-from scheduler_tools.bench import inprocess
-from scheduler_tools.bench import load
-from scheduler_tools.bench import load_table
-from scheduler_tools.bench import placement
-from scheduler_tools.bench import placement_table
-from scheduler_tools.bench import report
-from scheduler_tools.bench import versus_nova
-from scheduler_tools.bench import versus_nova_report
-from scheduler_tools.bench import workload
+from scheduler_tools.bench import versus_nova_venv
 
 SMOKE = {'hosts': [50], 'requests': 30, 'warmup': 3, 'update_rounds': 2,
          'time_budget_s': 30.0, 'server_timeout': 60.0}
@@ -153,7 +148,7 @@ BENCH_OPTS = [
                help='Placement mode: the SQLAlchemy URL of that '
                     'Placement\'s database, only read.'),
     cfg.StrOpt('nova-venv', dest='bench_nova_venv',
-               default=versus_nova.nova_venv.default_venv(), metavar='DIR',
+               default=versus_nova_venv.default_venv(), metavar='DIR',
                help='Versus-nova: the virtualenv of Nova 34.0.0 '
                     '(default: $SCHEDULER_NOVA_VENV, else '
                     '~/.cache/scheduler-tests/nova-34.0.0).'),
@@ -208,12 +203,35 @@ LOAD_OPTIONS = {'hosts': 'bench_hosts', 'instances': 'bench_instances',
                 'time_budget_s': 'bench_time_budget',
                 'call_timeout': 'bench_call_timeout',
                 'warmup': 'bench_warmup'}
-# Modes with their own defaults and smoke settings (DEFAULTS, SMOKE).
-OWN_DEFAULTS = {bench.LOAD: load, bench.PLACEMENT: placement,
-                bench.VERSUS_NOVA: versus_nova}
+# The modules ``run`` imports.
+MODE_MODULES = ('endtoend', 'inprocess', 'load', 'placement', 'versus_nova')
+# Modes with their own defaults and smoke settings (their modules'
+# DEFAULTS and SMOKE: ``own_defaults``).
+OWN_DEFAULTS = (bench.LOAD, bench.PLACEMENT, bench.VERSUS_NOVA)
 
-EXPECTED_ERRORS = (bench.BenchError, databases.DatabaseError,
-                   workload.WorkloadError, OSError)
+
+def own_defaults(mode):
+    """The module of ``mode``'s own defaults and smoke settings
+    (``DEFAULTS``, ``SMOKE``), or None when it has none."""
+    if mode not in OWN_DEFAULTS:
+        return None
+    # Imported after parsing: --help and --version start without them.
+    from scheduler_tools.bench import load
+    from scheduler_tools.bench import placement
+    from scheduler_tools.bench import versus_nova
+
+    return {bench.LOAD: load, bench.PLACEMENT: placement,
+            bench.VERSUS_NOVA: versus_nova}[mode]
+
+
+def expected_errors():
+    """The errors ``main`` reports as a benchmark that could not run."""
+    # Imported after parsing: --help and --version start without them.
+    from scheduler_tools import databases
+    from scheduler_tools.bench import workload
+
+    return (bench.BenchError, databases.DatabaseError,
+            workload.WorkloadError, OSError)
 
 
 def register_opts(conf=CONF):
@@ -227,7 +245,7 @@ def settings_from(conf=CONF):
     """A ``bench.Settings`` from the parsed options."""
     modes = (bench.MODES if conf.bench_mode == 'all'
              else (conf.bench_mode,))
-    own = OWN_DEFAULTS.get(conf.bench_mode)
+    own = own_defaults(conf.bench_mode)
     settings = bench.Settings(
         hosts=list(conf.bench_hosts), instances=list(conf.bench_instances),
         requests=conf.bench_requests, warmup=conf.bench_warmup,
@@ -285,6 +303,13 @@ def _servers_given(settings):
 
 def run(settings, out):
     """Run the modes; return ``(rows, wall times in s by phase)``."""
+    # Imported after parsing: --help and --version start without them.
+    from scheduler_tools.bench import endtoend
+    from scheduler_tools.bench import inprocess
+    from scheduler_tools.bench import load
+    from scheduler_tools.bench import placement
+    from scheduler_tools.bench import versus_nova
+
     rows, walls = [], {}
 
     def emit(row):
@@ -331,12 +356,23 @@ def main(argv=None):
     """Parse ``argv`` (default ``sys.argv[1:]``), run, print the table;
     return the exit status."""
     _parse(argv)
+    # Imported after parsing: --help and --version start without them;
+    # run's modes too, so that the wall time printed leaves them out.
+    from scheduler_tools.bench import load_table
+    from scheduler_tools.bench import placement_table
+    from scheduler_tools.bench import report
+    from scheduler_tools.bench import versus_nova_report
+
+    for name in MODE_MODULES:
+        importlib.import_module('scheduler_tools.bench.' + name)
+
+    expected = expected_errors()
     started = time.monotonic()
     try:
         settings = settings_from(CONF)
         with report.JsonLines(settings.output) as out:
             rows, walls = run(settings, out)
-    except EXPECTED_ERRORS as exc:
+    except expected as exc:
         print('scheduler-bench: error: %s' % exc, file=sys.stderr)
         return 2
     cpus = len(os.sched_getaffinity(0)) if hasattr(

@@ -19,6 +19,11 @@ the transport's INFO lines are hidden (``QUIET_LOG_LEVELS``) unless the
 user asks for logs: with ``--debug`` or ``--log-file`` oslo.log's
 levels (or the configured ``default_log_levels``) apply.
 
+The options are registered from ``scheduler_tools.replay.cli_options``;
+the runtime (the runner, the agents, SQLAlchemy, NumPy, oslo.messaging)
+is imported once they are parsed, so ``--help`` and ``--version``
+answer without it.
+
 Against separately started services::
 
     scheduler-replay --seed-only --database-connection URL [fleet options]
@@ -36,15 +41,8 @@ from oslo_log import log as logging
 
 from scheduler import config
 from scheduler.conf import CONF
-from scheduler_tools.replay import agent
-from scheduler_tools.replay import fleet
+from scheduler_tools.replay import cli_options
 from scheduler_tools.replay import glossary
-from scheduler_tools.replay import options
-from scheduler_tools.replay import planning
-from scheduler_tools.replay import planning_report
-from scheduler_tools.replay import report
-from scheduler_tools.replay import runner
-from scheduler_tools.replay import trace
 
 # The progress bar and the table are the output: the service's and the
 # transport's INFO lines would only interleave with them.
@@ -53,12 +51,21 @@ QUIET_LOG_LEVELS = ['scheduler=WARNING', 'scheduler_tools=WARNING',
                     'alembic=WARNING', 'matplotlib=WARNING',
                     'oslo.messaging=WARNING', 'oslo_messaging=WARNING']
 
-EXPECTED_ERRORS = (runner.ReplayError, fleet.FleetError, trace.TraceError,
-                   agent.AgentError, OSError)
+
+def expected_errors():
+    """The errors ``main`` reports as a replay that could not run."""
+    # Imported after parsing: --help and --version start without them.
+    from scheduler_tools.replay import agent
+    from scheduler_tools.replay import fleet
+    from scheduler_tools.replay import runner
+    from scheduler_tools.replay import trace
+
+    return (runner.ReplayError, fleet.FleetError, trace.TraceError,
+            agent.AgentError, OSError)
 
 
 def _parse(argv):
-    options.register_opts(CONF)
+    cli_options.register_opts(CONF)
     logging.set_defaults(default_log_levels=(
         logging.get_default_log_levels() + QUIET_LOG_LEVELS))
     config.parse_args(sys.argv[1:] if argv is None else argv,
@@ -77,13 +84,21 @@ def main(argv=None):
     """Parse ``argv`` (default ``sys.argv[1:]``), seed and/or replay,
     print the figures; return the exit status."""
     _parse(argv)
+    # Imported after parsing: --help and --version start without them.
+    from scheduler_tools.replay import options
+    from scheduler_tools.replay import planning
+    from scheduler_tools.replay import planning_report
+    from scheduler_tools.replay import report
+    from scheduler_tools.replay import runner
+
+    expected = expected_errors()
     try:
         settings = options.Settings(CONF)
         if settings.planning:
             result = planning.run(settings)
         else:
             result = runner.run(settings)
-    except EXPECTED_ERRORS as exc:
+    except expected as exc:
         print('scheduler-replay: error: %s' % exc, file=sys.stderr)
         return 2
     if settings.seed_only:

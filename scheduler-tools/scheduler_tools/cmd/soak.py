@@ -31,6 +31,10 @@ usual ``--config-file``; see ``scheduler-soak --help``):
 
 Exit status: 0 when every check passed (the verdict is PASS), 1 when
 one failed, 2 when the soak could not run.
+
+The soak's modules (SQLAlchemy, oslo.messaging, matplotlib...) are
+imported once the options are parsed, so ``--help`` and ``--version``
+answer without them.
 """
 
 import os
@@ -43,11 +47,7 @@ from oslo_log import log as logging
 from scheduler import config
 from scheduler.conf import CONF
 from scheduler_tools import bench
-from scheduler_tools import databases
-from scheduler_tools.bench import soak
-from scheduler_tools.bench import soak_report
 from scheduler_tools.bench import soak_settings
-from scheduler_tools.bench import workload
 
 SOAK_OPTS = [
     cfg.IntOpt('hosts', dest='soak_hosts', default=10000, min=1,
@@ -119,8 +119,15 @@ SOAK_OPTS = [
                 help='Print a line per sample (--noprogress: do not).'),
 ]
 
-EXPECTED_ERRORS = (bench.BenchError, databases.DatabaseError,
-                   workload.WorkloadError, OSError)
+
+def expected_errors():
+    """The errors ``main`` reports as a soak that could not run."""
+    # Imported after parsing: --help and --version start without them.
+    from scheduler_tools import databases
+    from scheduler_tools.bench import workload
+
+    return (bench.BenchError, databases.DatabaseError,
+            workload.WorkloadError, OSError)
 
 
 def register_opts(conf=CONF):
@@ -167,10 +174,15 @@ def main(argv=None):
     """Parse ``argv`` (default ``sys.argv[1:]``), run the soak, print the
     verdict; return the exit status."""
     _parse(argv)
+    # Imported after parsing: --help and --version start without them.
+    from scheduler_tools.bench import soak
+    from scheduler_tools.bench import soak_report
+
+    expected = expected_errors()
     try:
         settings = settings_from(CONF)
         summary = soak.run(settings)
-    except EXPECTED_ERRORS as exc:
+    except expected as exc:
         print('scheduler-soak: error: %s' % exc, file=sys.stderr)
         return 2
     soak_report.print_summary(summary)

@@ -38,9 +38,6 @@ from scheduler_tools.replay.trace import VM
 from scheduler_tools.replay.trace import WHOLE_GPU_MILLI
 from scheduler_tools.replay.trace import TraceError
 from scheduler_tools.replay.trace import csv_rows
-from scheduler_tools.seed import FleetError
-from scheduler_tools.seed import HostSpec
-from scheduler_tools.seed import check_fleet
 
 NODE_LIST = 'openb_node_list_all_node.csv'
 DEFAULT_POD_LIST = 'openb_pod_list_default.csv'
@@ -130,6 +127,10 @@ def parse_node(row, path='', line=0):
 
     :raises FleetError: a bad value, or GPUs without a model.
     """
+    # Imported here: scheduler-replay --help loads this module, not seed.
+    from scheduler_tools.seed import FleetError
+    from scheduler_tools.seed import HostSpec
+
     def number(name):
         return _integer(row, name, path, line, FleetError)
 
@@ -152,6 +153,10 @@ def read_fleet(path):
     :raises FleetError: a missing file or column, a bad value, a node
         listed twice.
     """
+    # Imported here: scheduler-replay --help loads this module, not seed.
+    from scheduler_tools.seed import FleetError
+    from scheduler_tools.seed import check_fleet
+
     nodes = node_list_path(path)
     hosts = [parse_node(row, nodes, line)
              for line, row in csv_rows(nodes, NODE_COLUMNS, FleetError)]

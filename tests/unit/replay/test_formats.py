@@ -6,6 +6,7 @@ import pytest
 
 from scheduler_tools.replay import alibaba_gpu
 from scheduler_tools.replay import azure_flavor_seq
+from scheduler_tools.replay import cli_options
 from scheduler_tools.replay import formats
 from scheduler_tools.replay import options
 from scheduler_tools.replay import trace
@@ -241,7 +242,7 @@ class _Conf:
     def __init__(self, **values):
         from scheduler.conf import CONF
 
-        for opt in options.REPLAY_OPTS:
+        for opt in cli_options.REPLAY_OPTS:
             setattr(self, opt.dest, opt.default)
         for name in ('filter_scheduler', 'scheduler'):
             setattr(self, name, getattr(CONF, name))

@@ -6,13 +6,14 @@ import os
 import pytest
 from oslo_config import cfg
 
+from scheduler_tools.replay import cli_options
 from scheduler_tools.replay import options
 from scheduler_tools.replay.replayer import ReplayError
 
 
 def _parsed(*args):
     conf = cfg.ConfigOpts()
-    options.register_opts(conf)
+    cli_options.register_opts(conf)
     conf(['--seed', '0'] + list(args), project='scheduler-replay-test')
     return options.Settings(conf)
 

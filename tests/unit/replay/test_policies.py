@@ -177,9 +177,9 @@ def test_simulate_all_runs_each_policy():
 
 @pytest.mark.parametrize('policy', sorted(policies.POLICIES))
 def test_the_shipped_slice_places_deterministically(policy):
-    from scheduler_tools.replay import options
+    from scheduler_tools.replay import cli_options
 
-    vms = trace.read_trace(options.DEFAULT_TRACE, limit=300)
+    vms = trace.read_trace(cli_options.DEFAULT_TRACE, limit=300)
     requests = trace.group_requests(vms)
     fleet = _fleet(*[(64, 262144, 2000)] * 4, ratios=(16.0, 1.5, 1.0))
     mix = capacity.FlavorMix.from_requests(requests)

@@ -4,7 +4,7 @@ import gzip
 
 import pytest
 
-from scheduler_tools.replay import options
+from scheduler_tools.replay import cli_options
 from scheduler_tools.replay import trace
 
 HEADER = 'vm_id,arrival_s,lifetime_s,vcpus,memory_mb,project_id\n'
@@ -93,7 +93,7 @@ def test_write_then_read_round_trips(tmp_path):
 
 
 def test_shipped_slice_reads():
-    vms = trace.read_trace(options.DEFAULT_TRACE)
+    vms = trace.read_trace(cli_options.DEFAULT_TRACE)
     assert len(vms) == 3000
     assert vms[0].vm_id == 'azure-0'
 
