@@ -43,7 +43,6 @@ PACE_S = 10.0
 UNCHANGED_RECHECK_S = 10.0
 
 
-
 class Suspects:
     """The services whose copy in the view must be read again before the
     view judges them (see the module).  Services forced down are left
