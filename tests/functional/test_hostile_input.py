@@ -572,7 +572,7 @@ any_text = st.one_of(
     st.builds(lambda a, b: a + b, st.text(max_size=6), surrogates))
 # The names the Rig's ``call`` and ``cast`` and oslo.messaging's client
 # take themselves: a message argument so named cannot be sent through
-# them (Hypothesis draws such names from this module's own strings).
+# them (a full run once drew ``version``).
 SENDER_NAMES = frozenset({'category', 'method', 'version', 'namespace',
                           'timeout', 'ctxt'})
 argument_names = any_text.filter(lambda name: name not in SENDER_NAMES)
