@@ -36,6 +36,7 @@ benchmark and the tests:
 
 import dataclasses
 import datetime
+import itertools
 import uuid
 import zlib
 
@@ -362,6 +363,14 @@ def remove_seeded(ctx, seeded):
 
 
 # ----------------------------------------------------------- heartbeats --
+
+def heartbeat_slices(slices):
+    """The arguments of ``heartbeat_services`` (tuples) for a caller that
+    beats one slice at a time, for ever: every service first (``()``),
+    then each of the ``slices`` slices in turn."""
+    return itertools.chain(
+        [()], ((slices, index) for index in itertools.cycle(range(slices))))
+
 
 def heartbeat_services(ctx, slices=1, index=0):
     """Record a heartbeat of the live ``nova-compute`` services in one

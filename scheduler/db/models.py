@@ -59,7 +59,6 @@ VERSION_TABLE = 'scheduler_alembic_version'
 MediumText = Text().with_variant(mysql.MEDIUMTEXT(), 'mysql')
 
 
-
 class IPAddress(TypeDecorator):
     """Nova's ``IPAddress``: a shortened IPv6 address fits in 39
     characters; PostgreSQL has a native type, INET.  The PostgreSQL
@@ -73,7 +72,7 @@ class IPAddress(TypeDecorator):
         if dialect.name == 'postgresql':
             from sqlalchemy.dialects import postgresql
             return dialect.type_descriptor(postgresql.INET())
-        return dialect.type_descriptor(String(39))
+        return super().load_dialect_impl(dialect)
 
 
 def _utcnow():

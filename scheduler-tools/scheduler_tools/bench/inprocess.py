@@ -115,18 +115,15 @@ class Heartbeat:
         self.ctx = ctx
         self.interval_s = interval_s
         self.last = None   # the first call beats
-        self.next_slice = 0
+        self.order = seed.heartbeat_slices(self.SLICES)
 
     def beat_if_due(self):
         """Beat if due; return the seconds it took (0.0 if not due)."""
         started = time.monotonic()
-        if self.last is None:
-            seed.heartbeat_services(self.ctx)
-        elif started - self.last >= self.interval_s / self.SLICES:
-            seed.heartbeat_services(self.ctx, self.SLICES, self.next_slice)
-            self.next_slice = (self.next_slice + 1) % self.SLICES
-        else:
+        if (self.last is not None and
+                started - self.last < self.interval_s / self.SLICES):
             return 0.0
+        seed.heartbeat_services(self.ctx, *next(self.order))
         self.last = time.monotonic()
         return self.last - started
 

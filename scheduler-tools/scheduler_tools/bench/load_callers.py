@@ -180,16 +180,13 @@ def heartbeats(interval_s=HEARTBEAT_INTERVAL_S,
     ctx = scheduler_context.get_admin_context()
 
     def beat():
-        index = None
-        while not done.is_set():
+        for args in seed.heartbeat_slices(slices):
+            if done.is_set():
+                break
             try:
-                if index is None:
-                    seed.heartbeat_services(ctx)
-                else:
-                    seed.heartbeat_services(ctx, slices, index)
+                seed.heartbeat_services(ctx, *args)
             except Exception as exc:
                 LOG.warning('heartbeat failed: %s', exc)
-            index = 0 if index is None else (index + 1) % slices
             done.wait(interval_s / slices)
 
     thread = threading.Thread(target=beat, name='load-heartbeat',

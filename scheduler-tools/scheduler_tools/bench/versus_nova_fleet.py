@@ -310,13 +310,11 @@ class Tracker:
 
     def _loop(self):
         beat = 0.0
-        index = None   # the first beat stamps every service
+        order = seed.heartbeat_slices(HEARTBEAT_SLICES)
         period = HEARTBEAT_S / HEARTBEAT_SLICES
         while not self._done.is_set():
             if time.monotonic() - beat > period:
-                self._beat(index)
-                index = 0 if index is None else (index + 1) % (
-                    HEARTBEAT_SLICES)
+                self._beat(*next(order))
                 beat = time.monotonic()
             try:
                 first = self._queue.get(timeout=period)
@@ -336,16 +334,13 @@ class Tracker:
             for _ in batch:
                 self._queue.task_done()
 
-    def _beat(self, index):
-        """Beat the services whose ``id % HEARTBEAT_SLICES`` is
-        ``index`` (every service with None)."""
+    def _beat(self, slices=1, index=0):
+        """Beat the services whose ``id % slices`` is ``index`` (every
+        service by default), as ``seed.heartbeat_services`` does ours."""
         now = _now()
-        statement = self.services.update()
-        if index is not None:
-            statement = statement.where(
-                self.services.c.id % HEARTBEAT_SLICES == index)
         with self.engine.begin() as connection:
-            connection.execute(statement.values(
+            connection.execute(self.services.update().where(
+                self.services.c.id % slices == index).values(
                 updated_at=now, last_seen_up=now,
                 report_count=self.services.c.report_count + 1))
 

@@ -205,9 +205,10 @@ LOAD_OPTIONS = {'hosts': 'bench_hosts', 'instances': 'bench_instances',
                 'warmup': 'bench_warmup'}
 # The modules ``run`` imports.
 MODE_MODULES = ('endtoend', 'inprocess', 'load', 'placement', 'versus_nova')
-# Modes with their own defaults and smoke settings (their modules'
-# DEFAULTS and SMOKE: ``own_defaults``).
-OWN_DEFAULTS = (bench.LOAD, bench.PLACEMENT, bench.VERSUS_NOVA)
+# Modes with their own defaults and smoke settings: the module (of
+# ``scheduler_tools.bench``) of their DEFAULTS and SMOKE.
+OWN_DEFAULTS = {bench.LOAD: 'load', bench.PLACEMENT: 'placement',
+                bench.VERSUS_NOVA: 'versus_nova'}
 
 
 def own_defaults(mode):
@@ -215,13 +216,9 @@ def own_defaults(mode):
     (``DEFAULTS``, ``SMOKE``), or None when it has none."""
     if mode not in OWN_DEFAULTS:
         return None
-    # Imported after parsing: --help and --version start without them.
-    from scheduler_tools.bench import load
-    from scheduler_tools.bench import placement
-    from scheduler_tools.bench import versus_nova
-
-    return {bench.LOAD: load, bench.PLACEMENT: placement,
-            bench.VERSUS_NOVA: versus_nova}[mode]
+    # Imported after parsing: --help and --version start without it.
+    return importlib.import_module('scheduler_tools.bench.'
+                                   + OWN_DEFAULTS[mode])
 
 
 def expected_errors():

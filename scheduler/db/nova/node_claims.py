@@ -146,9 +146,9 @@ def _refresh_statement(dialect):
     """INSERT the proposed snapshot, or on an existing row keep the newer
     of the two (``_merged``); ``reported_at`` is assigned last (MySQL
     evaluates its assignments in order; ``mariadb://`` URLs name their
-    dialect ``mariadb``).  The dialect's module is
-    imported here, by the engine that needs it, not by every command
-    line that imports this module."""
+    dialect ``mariadb``).  The dialect's module is imported here, by the
+    engine that needs it, not by every command line that imports this
+    module."""
     names = list(USED) + list(OTHERS) + ['reported_at']
     module = 'mysql' if dialect in ('mysql', 'mariadb') else dialect
     statement = importlib.import_module(
