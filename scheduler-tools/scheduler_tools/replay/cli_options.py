@@ -54,8 +54,9 @@ REPLAY_OPTS = [
                       '--host-shape (default, without --hosts: %g).'
                       % DEFAULT_HOSTS_FACTOR),
     cfg.StrOpt('host-shape', default=DEFAULT_HOST_SHAPE,
-               metavar='VCPUS:MEMORY_MB[:LOCAL_GB]',
-               help='vcpus:memory_mb:local_gb of each generated host; '
+               metavar='VCPUS:MEMORY_MB[:LOCAL_GB[:GPUS:GPU_MODEL]]',
+               help='vcpus:memory_mb:local_gb of each generated host, '
+                    'and its GPUs of one model (96:393216::8:G2); '
                     'without local_gb, a disk large enough for every VM '
                     'of the trace at once (disk never constrains).'),
     cfg.IntOpt('seed', default=None, metavar='N',

@@ -24,9 +24,11 @@ A fleet CSV has one compute node per row and a header line.  Columns:
     (``seed.gpu_pci_stats``).
 
 ``generate_fleet`` builds a homogeneous fleet from a host shape
-``vcpus:memory_mb:local_gb`` (e.g. ``64:262144:2000``; without
-``local_gb`` the replay chooses the disk, see ``options``), hosts named
-``compute-0001``, ``compute-0002``, ... (node name = host name).
+``vcpus:memory_mb[:local_gb[:gpus:gpu_model]]`` (``HostShape``, e.g.
+``64:262144:2000``, or ``96:393216::8:G2`` for 8 GPUs of model ``G2``
+per host; without ``local_gb`` the replay chooses the disk, see
+``options``), hosts named ``compute-0001``, ``compute-0002``, ...
+(node name = host name).
 
 A fleet is a list of ``scheduler_tools.seed.HostSpec``; the seeder
 (``seed.seed_fleet``) writes it into an empty database the way compute
@@ -35,6 +37,7 @@ back (the replay always works from the rows, seeded or not).
 """
 
 import csv
+import typing
 
 from scheduler.db import api as db
 from scheduler_tools.replay import trace
@@ -142,35 +145,72 @@ def write_fleet(path, hosts):
 
 # ------------------------------------------------------------- generate --
 
-def parse_host_shape(text):
-    """``'vcpus:memory_mb:local_gb'`` -> ``(vcpus, memory_mb, local_gb)``
-    (CPUs, MiB, GiB), each a positive integer; ``'vcpus:memory_mb'`` ->
-    ``(vcpus, memory_mb, None)``, the disk left to the caller.
+class HostShape(typing.NamedTuple):
+    """The capacity of each host of a generated fleet: CPUs, RAM in MiB,
+    local disk in GiB (None: left to the replay, see ``options``) and
+    ``gpus`` PCI passthrough GPUs of model ``gpu_model`` (None without
+    GPUs)."""
 
-    :raises FleetError: not two or three positive integers.
+    vcpus: int
+    memory_mb: int
+    local_gb: int | None
+    gpus: int = 0
+    gpu_model: str | None = None
+
+    def __str__(self):
+        """The shape as ``--host-shape`` spells it."""
+        fields = [self.vcpus, self.memory_mb,
+                  '' if self.local_gb is None else self.local_gb]
+        if self.gpus:
+            fields += [self.gpus, self.gpu_model]
+        return ':'.join(map(str, fields)).rstrip(':')
+
+
+def parse_host_shape(text):
+    """``'vcpus:memory_mb[:local_gb[:gpus:gpu_model]]'`` -> a HostShape;
+    ``local_gb`` may be left empty (``96:393216::8:G2``), the disk then
+    left to the caller.
+
+    :raises FleetError: the counts are not positive integers (``gpus``:
+        not negative), or GPUs come without a model.
     """
     parts = str(text).split(':')
+    disk = parts[2] if len(parts) > 2 else None
+    gpus = parts[3:]
     try:
-        shape = tuple(int(part) for part in parts)
+        if len(parts) not in (2, 3, 5) or disk == '' and not gpus:
+            raise ValueError(text)
+        shape = HostShape(int(parts[0]), int(parts[1]),
+                          int(disk) if disk else None,
+                          int(gpus[0]) if gpus else 0,
+                          gpus[1].strip() or None if gpus else None)
+        if min(shape.vcpus, shape.memory_mb) <= 0 or shape.gpus < 0 or (
+                shape.local_gb is not None and shape.local_gb <= 0):
+            raise ValueError(text)
     except ValueError:
-        shape = ()
-    if len(shape) not in (2, 3) or min(shape) <= 0:
-        raise FleetError('host shape %r is not vcpus:memory_mb[:local_gb] '
-                         '(positive integers)' % (text,))
-    return shape + (None,) * (3 - len(shape))
+        raise FleetError('host shape %r is not vcpus:memory_mb[:local_gb'
+                         '[:gpus:gpu_model]] (positive integers)'
+                         % (text,)) from None
+    if shape.gpus and not shape.gpu_model:
+        raise FleetError('host shape %r has GPUs but no GPU model'
+                         % (text,))
+    return shape if shape.gpus else shape._replace(gpu_model=None)
 
 
 def generate_fleet(count, shape):
-    """``count`` identical HostSpecs of ``shape`` (vcpus, memory_mb in
-    MiB, local_gb in GiB), named ``compute-0001``... (at least 4 digits,
-    so the names sort in creation order); node name = host name."""
+    """``count`` identical HostSpecs of ``shape`` (a HostShape, or a
+    ``(vcpus, memory_mb, local_gb)`` tuple; its disk given), named
+    ``compute-0001``... (at least 4 digits, so the names sort in
+    creation order); node name = host name."""
     if count < 1:
         raise FleetError('a generated fleet needs at least one host')
-    vcpus, memory_mb, local_gb = shape
+    shape = HostShape(*shape)
     width = max(4, len(str(count)))
     names = ['compute-%0*d' % (width, number)
              for number in range(1, count + 1)]
-    return [HostSpec(name, name, vcpus, memory_mb, local_gb)
+    return [HostSpec(name, name, shape.vcpus, shape.memory_mb,
+                     shape.local_gb, gpus=shape.gpus,
+                     gpu_model=shape.gpu_model)
             for name in names]
 
 

@@ -121,7 +121,7 @@ class Settings:
         generated fleet from it."""
         return not self.seed_only or (
             not self.fleet and not self.no_seed and
-            (not self.hosts or self.host_shape[2] is None))
+            (not self.hosts or self.host_shape.local_gb is None))
 
     def fleet_specs(self, requests=()):
         """The HostSpecs to seed: the fleet CSV, else the trace's own
@@ -162,10 +162,13 @@ class Settings:
             return 'the fleet of %s' % self.fleet
         if self.trace_fleet is not None:
             return "the trace's own node list"
-        vcpus, memory_mb, local_gb = self.host_shape
-        shape = ('%s generated hosts of %s vCPUs, %s MiB RAM and %s GiB '
-                 'disk' % tuple(format(value, ',') for value in (
-                     self.hosts, vcpus, memory_mb, local_gb)))
+        host = self.host_shape
+        shape = ('%s generated hosts of %s vCPUs, %s MiB RAM%s and %s GiB '
+                 'disk' % (format(self.hosts, ','), format(host.vcpus, ','),
+                           format(host.memory_mb, ','),
+                           ', %d %s GPUs' % (host.gpus, host.gpu_model)
+                           if host.gpus else '',
+                           format(host.local_gb, ',')))
         if self.hosts_given:
             return '%s (--hosts)' % shape
         how = ('--hosts-factor' if self.hosts_factor else
@@ -225,17 +228,17 @@ class Settings:
             return {'trace_nodes': os.path.abspath(self.trace)}
         return {'generated_hosts': self.hosts,
                 'hosts_factor': None if self.hosts_given else self.factor,
-                'host_shape': ':'.join(map(str, self.host_shape))}
+                'host_shape': str(self.host_shape)}
 
 
 def generated_shape(shape, requests):
     """``shape`` with its disk: given, else the root disks of every VM
     of ``requests`` added up (at least 1 GiB)."""
-    vcpus, memory_mb, local_gb = shape
-    if local_gb is None:
-        local_gb = max(1, sum(vm.disk_gb for request in requests
-                              for vm in request.vms))
-    return (vcpus, memory_mb, local_gb)
+    shape = fleet.HostShape(*shape)
+    if shape.local_gb is not None:
+        return shape
+    return shape._replace(local_gb=max(1, sum(
+        vm.disk_gb for request in requests for vm in request.vms)))
 
 
 def peak_bound(shape, requests):

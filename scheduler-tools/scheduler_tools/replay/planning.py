@@ -177,7 +177,7 @@ def find_fleet(planner: Planner) -> dict:
     instances = _instances(requests)
     allowed = allowed_refusals(settings.max_refused, instances)
     too_large = instances - _instances(fitting)
-    figures = {'mode': FIND_FLEET, 'host_shape': ':'.join(map(str, shape)),
+    figures = {'mode': FIND_FLEET, 'host_shape': str(shape),
                'max_refused': settings.max_refused or 0.0,
                'instances': instances, 'requests': len(requests),
                'allowed_refused_instances': allowed, 'lower_bound': bound,
@@ -278,7 +278,7 @@ def fill_fleet(settings, requests: Sequence) -> tuple[list, list]:
     specs = settings.fleet_specs(requests)
     totals = capacity_mod.FleetCapacity.from_specs(specs).totals()
     generated_disk = (not settings.fleet and settings.trace_fleet is None
-                      and given_shape[2] is None)
+                      and given_shape.local_gb is None)
     if generated_disk:   # sized below, from the fill itself
         totals[capacity_mod.RESOURCES.index('disk_gb')] = np.inf
     sequence = fill_sequence(requests, totals, settings.fill_seed)

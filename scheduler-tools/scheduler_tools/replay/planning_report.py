@@ -60,6 +60,17 @@ def find_fleet_title(figures):
                 report._count(figures['lower_bound'])))
 
 
+def find_fleet_caption(figures):
+    """Why no fleet passes, when no host of the shape can take some
+    instances (more of them than may be refused); else None."""
+    too_large = figures.get('unplaceable_instances', 0)
+    if too_large <= figures['allowed_refused_instances']:
+        return None
+    return ('none: %s instances fit no host of %s (a larger shape, or '
+            '--max-refused, lets a fleet pass)'
+            % (report._count(too_large), figures['host_shape']))
+
+
 def find_fleet_rows(figures):
     """``[(policy, hosts, over bound, refused, runs, wall s)]`` texts."""
     rows = []
@@ -136,7 +147,8 @@ def render_tables(figures):
         return [report._table(
             find_fleet_title(figures),
             ('Policy', 'Hosts', 'Hosts / bound', 'Refused there', 'Runs',
-             'Wall (s)'), find_fleet_rows(figures))]
+             'Wall (s)'), find_fleet_rows(figures),
+            caption=find_fleet_caption(figures))]
     return [report._table(fill_title(figures),
                           ('Figure',) + tuple(figures['policies']),
                           fill_rows(figures))]

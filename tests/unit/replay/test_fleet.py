@@ -35,19 +35,41 @@ def _write(tmp_path, text):
 # -- shapes and generation ---------------------------------------------------
 
 def test_host_shape():
-    assert fleet.parse_host_shape('64:262144:2000') == (64, 262144, 2000)
+    shape = fleet.parse_host_shape('64:262144:2000')
+    assert shape == (64, 262144, 2000, 0, None)
+    assert str(shape) == '64:262144:2000'
 
 
 def test_host_shape_without_a_disk_leaves_it_to_the_caller():
-    assert fleet.parse_host_shape('80:184320') == (80, 184320, None)
+    shape = fleet.parse_host_shape('80:184320')
+    assert shape == (80, 184320, None, 0, None)
+    assert str(shape) == '80:184320'
+
+
+@pytest.mark.parametrize('text, shape', [
+    ('96:393216:500:8:G2', (96, 393216, 500, 8, 'G2')),
+    ('96:393216::8:G2', (96, 393216, None, 8, 'G2')),
+    ('96:393216:500:0:', (96, 393216, 500, 0, None)),
+    ('96:393216:500:0:G2', (96, 393216, 500, 0, None))])
+def test_host_shape_with_gpus(text, shape):
+    parsed = fleet.parse_host_shape(text)
+    assert parsed == shape
+    assert fleet.parse_host_shape(str(parsed)) == parsed
 
 
 @pytest.mark.parametrize('text', ['64', '64:0:10', '64:0', 'a:b:c',
-                                  '1:2:3:4', ''])
+                                  '1:2:3:4', '', '1:2:', '1:2:0',
+                                  '1:2:3:-1:T4', '1:2:3:x:T4',
+                                  '1:2:3:4:T4:5'])
 def test_bad_host_shape(text):
     with pytest.raises(fleet.FleetError,
-                       match=r'vcpus:memory_mb\[:local_gb\]'):
+                       match=r'vcpus:memory_mb\[:local_gb\[:gpus:gpu_model'):
         fleet.parse_host_shape(text)
+
+
+def test_gpus_in_a_host_shape_need_a_model():
+    with pytest.raises(fleet.FleetError, match='has GPUs but no GPU model'):
+        fleet.parse_host_shape('96:393216::8:')
 
 
 def test_generated_fleet_is_homogeneous_and_sorted_by_name():
@@ -61,6 +83,14 @@ def test_generated_fleet_is_homogeneous_and_sorted_by_name():
     wide = fleet.generate_fleet(12345, (1, 1, 1))
     assert wide[0].host == 'compute-00001'
     assert [h.host for h in wide] == sorted(h.host for h in wide)
+
+
+def test_a_generated_fleet_has_the_gpus_of_its_shape():
+    hosts = fleet.generate_fleet(2, fleet.HostShape(96, 393216, 500, 8,
+                                                    'G2'))
+    assert {(h.gpus, h.gpu_model) for h in hosts} == {(8, 'G2')}
+    assert {(h.gpus, h.gpu_model) for h in fleet.generate_fleet(
+        1, (1, 1, 1))} == {(0, None)}
 
 
 def test_generating_no_host_is_an_error():

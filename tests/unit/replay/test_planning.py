@@ -36,6 +36,7 @@ def _settings(path, **values):
         host_shape=(4, 65536, 10), find_fleet=False, max_refused=None,
         fill_until_failure=False, fill_seed=None, reference_only=True)
     settings.__dict__.update(values)
+    settings.host_shape = planning.fleet.HostShape(*settings.host_shape)
     return settings
 
 
@@ -165,6 +166,35 @@ def test_instances_larger_than_a_host_make_every_fleet_fail(
     assert figures['lower_bound'] == 5
     for found in figures['policies'].values():
         assert found['hosts'] == 5 and found['refused_instances'] == 1
+
+
+def _gpu_trace(tmp_path, count):
+    """``count`` VMs of 1 vCPU, 1 GiB and one GPU, running together."""
+    path = tmp_path / 'gpus.csv'
+    trace.write_trace(path, [
+        trace.VM('gpu%02d' % number, float(number), None, 1, 1024,
+                 gpus=1) for number in range(count)])
+    return path
+
+
+def test_find_fleet_sizes_a_fleet_of_gpu_hosts(tmp_path, unit_ratios):
+    # Ten one-GPU VMs on hosts of 4 GPUs: 3 hosts.  Hosts without GPUs
+    # can take none of them.
+    shape = planning.fleet.parse_host_shape('16:65536:10:4:T4')
+    planner = _planner(_gpu_trace(tmp_path, 10), host_shape=shape)
+    figures = planning.find_fleet(planner)
+    assert figures['host_shape'] == '16:65536:10:4:T4'
+    assert figures['lower_bound'] == 3
+    for found in figures['policies'].values():
+        assert found['hosts'] == 3 and found['refused_instances'] == 0
+    planner = _planner(_gpu_trace(tmp_path, 10), host_shape=(16, 65536, 10))
+    figures = planning.find_fleet(planner)
+    assert figures['unplaceable_instances'] == 10
+    for found in figures['policies'].values():
+        assert found['hosts'] is None
+    assert planning_report.find_fleet_caption(figures) == (
+        'none: 10 instances fit no host of 16:65536:10 (a larger shape, or '
+        '--max-refused, lets a fleet pass)')
 
 
 # -- fill-until-failure ------------------------------------------------------

@@ -19,6 +19,7 @@ from oslo_config import cfg
 from scheduler_tools.replay import broker
 from scheduler_tools.replay import capacity
 from scheduler_tools.replay import deployment
+from scheduler_tools.replay import fleet
 from scheduler_tools.replay import metrics
 from scheduler_tools.replay import options
 from scheduler_tools.replay import runner
@@ -40,11 +41,14 @@ def _requests(*sizes):
 def test_a_shape_without_a_disk_gets_one_for_every_vm_at_once():
     diskless = _requests((1, 1024, 0), (2, 2048, 0))
     assert options.generated_shape((80, 184320, None), diskless) == (
-        80, 184320, 1)
+        fleet.HostShape(80, 184320, 1))
     disks = _requests((1, 1024, 10), (2, 2048, 25))
     assert options.generated_shape((80, 184320, None), disks) == (
-        80, 184320, 35)
-    assert options.generated_shape((8, 1024, 500), disks) == (8, 1024, 500)
+        fleet.HostShape(80, 184320, 35))
+    assert options.generated_shape((8, 1024, 500), disks) == (
+        fleet.HostShape(8, 1024, 500))
+    gpus = fleet.HostShape(8, 1024, None, 4, 'T4')
+    assert options.generated_shape(gpus, disks) == gpus._replace(local_gb=35)
 
 
 def _settings(**values):
@@ -53,6 +57,7 @@ def _settings(**values):
                     hosts_given=False, hosts_factor=None,
                     host_shape=(8, 8192, None))
     settings.__dict__.update(defaults, **values)
+    settings.host_shape = fleet.HostShape(*settings.host_shape)
     return settings
 
 
@@ -66,7 +71,7 @@ def test_hosts_factor_sizes_the_fleet_from_the_peak_bound(conf):
     assert len(specs) == 3   # ceil(1.5 * 2)
     assert (specs[0].vcpus, specs[0].memory_mb, specs[0].local_gb) == (
         8, 8192, 1)
-    assert settings.hosts == 3 and settings.host_shape == (8, 8192, 1)
+    assert settings.hosts == 3 and settings.host_shape == (8, 8192, 1, 0, None)
     assert len(_settings(hosts=24, hosts_given=True).fleet_specs(
         requests)) == 24
 
@@ -81,6 +86,13 @@ def test_without_a_size_the_fleet_is_the_default_factor_of_the_bound(conf):
         "3 generated hosts of 8 vCPUs, 8,192 MiB RAM and 1 GiB disk: 1.15 x "
         "the trace's peak lower bound (the default; choose with --hosts or "
         "--hosts-factor)")
+    gpus = _settings(hosts=2, hosts_given=True,
+                     host_shape=(8, 8192, 10, 4, 'T4'))
+    assert [(spec.gpus, spec.gpu_model)
+            for spec in gpus.fleet_specs(requests)] == [(4, 'T4')] * 2
+    assert gpus.fleet_origin() == (
+        '2 generated hosts of 8 vCPUs, 8,192 MiB RAM, 4 T4 GPUs and 10 GiB '
+        'disk (--hosts)')
 
 
 def test_the_trace_is_read_to_size_a_fleet_even_when_only_seeding():
