@@ -67,17 +67,17 @@ def selections(selected: Sequence[HostState],
         return made[key]
 
     chosen_keys = {(s.host, s.nodename) for s in selected}
+    # The alternates no instance was given, best first, by cell.
+    spare: dict[Any, list[HostState]] = collections.defaultdict(list)
+    for alt in alternates:
+        if (alt.host, alt.nodename) not in chosen_keys:
+            spare[alt.cell_uuid].append(alt)
     placed: collections.Counter[tuple[str, str]] = collections.Counter()
     result = []
     for state in selected:
         nth = placed[state.host, state.nodename]
         placed[state.host, state.nodename] += 1
-        picks = [selection(state, nth)]
-        for alt in alternates:
-            if len(picks) >= max_hosts:
-                break
-            if (alt.cell_uuid == state.cell_uuid and
-                    (alt.host, alt.nodename) not in chosen_keys):
-                picks.append(selection(alt))
-        result.append(picks)
+        result.append([selection(state, nth)] + [
+            selection(alt)
+            for alt in spare[state.cell_uuid][:max_hosts - 1]])
     return result

@@ -68,7 +68,9 @@ class Instance(base.TimestampedObject, base.SchedulerObject):
         inst = cls.__new__(cls)
         inst.__dict__.update(last[1].__dict__)
         inst._changed_fields = set()
-        inst.uuid, inst.host, inst.node = uuid, host, node
+        # Not coerced: a UUID the manager checked, names from the host
+        # state.
+        base.set_trusted(inst, {'uuid': uuid, 'host': host, 'node': node})
         inst.obj_reset_changes()
         return inst
 

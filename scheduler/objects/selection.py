@@ -63,17 +63,21 @@ class Selection(base.SchedulerObject):
 
     @classmethod
     def from_host_state(cls, host_state, limits=None):
-        """A Selection for ``host_state``; ``limits`` is a dict or None."""
+        """A Selection for ``host_state``; ``limits`` is a dict or None.
+        The host state's names and UUIDs (strings read from the compute
+        node and service rows) are not coerced again
+        (``SchedulerObject.from_values``): a 1,000-instance request
+        builds a Selection per host it returns."""
         limits = host_state.limits if limits is None else limits
-        return cls(
-            compute_node_uuid=host_state.uuid,
-            service_host=host_state.host,
-            nodename=host_state.nodename,
-            cell_uuid=host_state.cell_uuid or cell_mapping.SINGLE_CELL_UUID,
-            limits=request_spec.SchedulerLimits.from_dict(limits),
-            allocation_request=None,
-            allocation_request_version=None,
-            availability_zone=host_state.availability_zone)
+        return cls.from_values({
+            'compute_node_uuid': host_state.uuid,
+            'service_host': host_state.host,
+            'nodename': host_state.nodename,
+            'cell_uuid': host_state.cell_uuid or cell_mapping.SINGLE_CELL_UUID,
+            'limits': request_spec.SchedulerLimits.from_dict(limits),
+            'allocation_request': None,
+            'allocation_request_version': None,
+            'availability_zone': host_state.availability_zone})
 
     def to_dict(self):
         """The legacy ``{'host', 'nodename', 'limits'}`` dict."""

@@ -34,3 +34,21 @@ def test_each_instance_on_a_host_has_its_own_allocation_request():
     assert lists[0][0] is not lists[1][0]
     assert sorted(source.asked) == [('h1', 0), ('h1', 1), ('h2', 0),
                                     ('h3', 0)]
+
+
+OTHER_CELL = '0a3c9e1f-5d2b-4e6a-8f70-91b2c3d4e5f6'
+
+
+def test_alternates_are_the_best_unchosen_hosts_of_the_instances_cell():
+    # Ranked best first: a (chosen), x (other cell), b (chosen), c, y, d.
+    a, b, c, d = (fakes.fake_host_state(name, name, cell_uuid=CELL)
+                  for name in 'abcd')
+    x, y = (fakes.fake_host_state(name, name, cell_uuid=OTHER_CELL)
+            for name in 'xy')
+    z = fakes.fake_host_state('z', 'z', cell_uuid=OTHER_CELL)
+    lists = answer.selections([a, b, z], [a, x, b, c, y, d], 3, Source())
+    assert [[s.service_host for s in picks] for picks in lists] == [
+        ['a', 'c', 'd'], ['b', 'c', 'd'], ['z', 'x', 'y']]
+    # One list, no alternates.
+    assert [[s.service_host for s in picks] for picks in answer.selections(
+        [a, b], [a, x, b, c], 1, Source())] == [['a'], ['b']]

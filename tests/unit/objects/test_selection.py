@@ -33,6 +33,21 @@ def test_from_host_state_copies_the_host():
                                     'disk_gb': 150}
 
 
+def test_from_host_state_is_what_coerced_fields_would_give():
+    # The values are set as they are (from_values), and serialise as
+    # the same Selection built field by field through the setters.
+    state = _host_state(limits={'memory_mb': 3072.0, 'vcpu': 64.0})
+    fast = selection.Selection.from_host_state(state)
+    slow = selection.Selection(
+        compute_node_uuid=state.uuid, service_host=state.host,
+        nodename=state.nodename, cell_uuid=cell_mapping.SINGLE_CELL_UUID,
+        limits=request_spec.SchedulerLimits.from_dict(state.limits),
+        allocation_request=None, allocation_request_version=None,
+        availability_zone=state.availability_zone)
+    assert fast.obj_what_changed() == slow.obj_what_changed()
+    assert fast.obj_to_primitive() == slow.obj_to_primitive()
+
+
 def test_from_host_state_uses_the_default_availability_zone(conf):
     conf.set_override('default_availability_zone', 'zone-x')
     sel = selection.Selection.from_host_state(_host_state())
