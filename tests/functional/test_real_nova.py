@@ -273,6 +273,30 @@ def force_up(cloud, host):
         raise
 
 
+# The states in which an evacuation's migration record stays: Nova's
+# conductor writes 'error' when no host was found (or the rebuild could
+# not be sent), the destination's resource tracker 'done' once it has
+# moved the instance to itself.
+EVACUATION_ENDED = ('done', 'error', 'failed')
+
+
+def evacuation_ended(cloud, server_id):
+    """The status of the server's evacuation migration once it has ended,
+    else None.  The server is ACTIVE without a task a moment before its
+    destination writes itself as the instance's host (Nova 34's
+    ``_do_rebuild_instance`` saves the instance, then
+    ``ResourceTracker.finish_evacuation`` moves it and marks the
+    migration 'done')."""
+    evacuations = [m for m in cloud.api.get(
+        '/os-migrations?instance_uuid=%s' % server_id)['migrations']
+        if m['instance_uuid'] == server_id and
+        m.get('migration_type') == 'evacuation']
+    if not evacuations:
+        return None
+    status = max(evacuations, key=lambda m: m['id'])['status']
+    return status if status in EVACUATION_ENDED else None
+
+
 def test_10_evacuate(cloud):
     server_id, source = boot_one(cloud, 'rn-evacuate')
     compute = cloud.compute(source)
@@ -281,8 +305,10 @@ def test_10_evacuate(cloud):
     try:
         request_id = cloud.action(server_id, {'evacuate': {}},
                                   expected=(200,))
-        server = cloud.wait_server(server_id, 'ACTIVE')
-        host = cloud.host_of(server)
+        cloud.wait_server(server_id, 'ACTIVE')
+        wait_for(lambda: evacuation_ended(cloud, server_id),
+                 'the evacuation of %s ended' % server_id)
+        host = cloud.host_of(cloud.server(server_id))
         # What the scheduler decided, in the message when the server
         # stayed on its source (Nova puts an evacuation that found no
         # host back to ACTIVE there).
