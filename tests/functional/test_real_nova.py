@@ -275,8 +275,9 @@ def force_up(cloud, host):
 
 # The states in which an evacuation's migration record stays: Nova's
 # conductor writes 'error' when no host was found (or the rebuild could
-# not be sent), the destination's resource tracker 'done' once it has
-# moved the instance to itself.
+# not be sent), the destination's compute 'failed' when the rebuild
+# failed there, and its resource tracker 'done' once it has moved the
+# instance to itself.
 EVACUATION_ENDED = ('done', 'error', 'failed')
 
 
