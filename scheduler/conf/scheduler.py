@@ -384,6 +384,18 @@ filter_scheduler_opts = [
                       'a fleet usually runs out of first, see '
                       '``etc/scheduler/packing.conf``.  Negative prefers '
                       'the loosest fit.'),
+    cfg.FloatOpt('mixed_fit_weight_multiplier', default=0.0,
+                 help='MixedFitWeigher multiplier (ours, not in Nova).  0 '
+                      'disables it; positive ranks as '
+                      'RamFirstFitWeigher, plus bonuses that put small '
+                      'instances next to large ones and large instances '
+                      'on hosts of mostly small ones: the packing profile '
+                      '``etc/scheduler/packing.conf`` uses it.'),
+    cfg.FloatOpt('mixed_fit_large_share', default=0.25, min=0.0, max=1.0,
+                 help='MixedFitWeigher: an instance whose RAM is at least '
+                      'this share of a node\'s RAM (``memory_mb`` of the '
+                      'compute node) is large on that node, any other is '
+                      'small.'),
     cfg.FloatOpt('image_props_weight_multiplier', default=0.0,
                  help='ImagePropertiesWeigher multiplier.  0 disables it.'),
     cfg.ListOpt('image_props_weight_setting', default=[],

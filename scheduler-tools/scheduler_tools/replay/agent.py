@@ -70,8 +70,11 @@ RUNNING = 1  # Nova's power_state.RUNNING
 REPLAY_USER = 'replay'
 UUID_BYTES = 16
 # What the scheduler reads of an instance (``scheduler.objects.instance``):
-# the fields of the Instances an update_instance_info cast carries.
-CAST_FIELDS = ('uuid', 'host', 'node', 'instance_type_id', 'project_id')
+# the fields of the Instances an update_instance_info cast carries.  Nova's
+# compute sends its whole Instance, whose sizes are always loaded; the
+# MixedFitWeigher reads ``memory_mb``.
+CAST_FIELDS = ('uuid', 'host', 'node', 'instance_type_id', 'project_id',
+               'vcpus', 'memory_mb', 'root_gb', 'ephemeral_gb')
 # The compute_nodes columns a node reports (``NodeUsage.row_values``).
 ROW_COLUMNS = ('vcpus_used', 'memory_mb_used', 'local_gb_used',
                'free_ram_mb', 'free_disk_gb', 'disk_available_least',

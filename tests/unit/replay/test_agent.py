@@ -217,6 +217,10 @@ def test_spawn_releases_the_claims_in_its_one_transaction(ctx):
     instance = api.instances[0]
     assert instance.uuid == uuids[0] and instance.host == 'compute-0001'
     assert set(instance.obj_what_changed()) <= set(agent.CAST_FIELDS)
+    # Its sizes, as Nova's compute sends them (the MixedFitWeigher reads
+    # ``memory_mb``).
+    assert (instance.vcpus, instance.memory_mb) == (
+        _vm('a').vcpus, _vm('a').memory_mb)
 
 
 def test_removals_are_written_together_and_cast_one_by_one(ctx):
