@@ -11,9 +11,11 @@ embedded (the default)
     database is a temporary SQLite file unless
     ``--database-connection`` names another.  Its RPC server runs
     ``EMBEDDED_POOL_SIZE`` threads unless ``[DEFAULT]
-    executor_thread_pool_size`` is configured, and releases deleted
+    executor_thread_pool_size`` is configured, releases deleted
     instances' claims in batches (``[scheduler] claim_release_delay``
-    ``EMBEDDED_RELEASE_DELAY_S`` unless configured).
+    ``EMBEDDED_RELEASE_DELAY_S`` unless configured) and reads the hosts'
+    instance lists from the database (``[filter_scheduler]
+    track_instance_changes`` False unless configured: see ``runner``).
 external (``--transport-url``)
     The replay talks to scheduler services started separately
     (``scheduler-service``) over that transport, on the database of
@@ -127,6 +129,8 @@ class Deployment:
                                'scheduler')
         self.conf.set_default('executor_thread_pool_size',
                               EMBEDDED_POOL_SIZE)
+        self.conf.set_default('track_instance_changes', False,
+                              'filter_scheduler')
         self.conf.set_default('claim_release_delay',
                               EMBEDDED_RELEASE_DELAY_S, 'scheduler')
 

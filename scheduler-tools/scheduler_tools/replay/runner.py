@@ -32,12 +32,15 @@ placements CSV, embedded or against one separate service):
   every database;
 * the driver draws from ``random.Random([scheduler] random_seed)``, once
   per chosen host, in request order;
-* the ``update_instance_info`` / ``delete_instance_info`` casts (sent
-  only with ``[filter_scheduler] track_instance_changes``, as Nova's
-  compute does) are asynchronous, but they only feed the per-host
-  instance lists, which the default filters and weighers do not read
-  (no server groups, no affinity), so their timing cannot change a
-  decision.
+* the embedded service reads each host's instance list from the
+  instance rows the agents commit (its ``[filter_scheduler]
+  track_instance_changes`` is False unless configured, so the agents
+  send no ``update_instance_info`` / ``delete_instance_info`` casts):
+  the lists feed the server-group filters and weighers and the
+  MixedFitWeigher, and casts, being asynchronous, could reach the
+  service after the next request.  A separate service decides by its
+  own configuration; with casts, its placements may vary from run to
+  run when a filter or weigher reads the lists.
 
 Several services, or ``[scheduler] workers`` > 1, answer in whatever
 order the broker hands requests out, each with its own random source, so

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from oslo_config import cfg
 
+from scheduler.conf import scheduler as scheduler_opts
 from scheduler_tools.replay import broker
 from scheduler_tools.replay import capacity
 from scheduler_tools.replay import deployment
@@ -149,6 +150,31 @@ def test_messaging_defaults_yield_to_the_configuration():
     assert conf.oslo_messaging_rabbit.heartbeat_timeout_threshold == 60
     conf.set_override('executor_thread_pool_size', 16)
     assert conf.executor_thread_pool_size == 16
+
+
+def _embedded_conf(*args):
+    """A fresh ConfigOpts with the service's [scheduler] and
+    [filter_scheduler] options, parsed from ``args``, configured as the
+    embedded deployment configures its service."""
+    conf = cfg.ConfigOpts()
+    scheduler_opts.register_opts(conf)
+    conf(list(args))
+    settings = types.SimpleNamespace(random_seed=1)
+    deployment.Deployment(settings, conf)._configure_embedded()
+    return conf
+
+
+def test_the_embedded_service_reads_instance_lists_from_the_database(
+        tmp_path):
+    # The casts are asynchronous, and MixedFitWeigher reads the lists:
+    # read from the rows the agents commit before each call, they are
+    # the same at every run.
+    assert _embedded_conf().filter_scheduler.track_instance_changes is False
+    configured = tmp_path / 'track.conf'
+    configured.write_text('[filter_scheduler]\ntrack_instance_changes = '
+                          'True\n')
+    conf = _embedded_conf('--config-file', str(configured))
+    assert conf.filter_scheduler.track_instance_changes is True
 
 
 def test_broker_consumers_wait_for_a_publication():
