@@ -3,15 +3,15 @@ ones on the same hosts (ours; Nova has no such weigher).
 
 RAM first fit (``RamFirstFitWeigher``) fills the host the request leaves
 with the least RAM.  Alone, it lets hosts specialise: a host of large
-instances (a third of its RAM each) ends with a gap too small for
-another large one, and a host of small ones seldom has room for a large
-one.  Two bonuses on top of the fit mix them instead: a small instance
-prefers a host that holds a large one (and fills its gap), a large
-instance prefers a host whose instances are mostly small.  The rule and
-its two constants were found by searching rules over a simulation of
-the Azure 2017 trace; measured through the service on that trace, it
-uses fewer hosts than best fit and RAM first fit alone
-(``docs/filters.rst``).
+instances (56 GiB on the 180 GiB hosts of the Azure trace) ends with a
+gap too small for another large one, and a host of small ones seldom
+has room for a large one.  Two bonuses on top of the fit mix them
+instead: a small instance prefers a host that holds a large one (and
+fills its gap), a large instance prefers a host whose instances are
+mostly small.  The rule and its two constants were found by searching
+rules over a simulation of the Azure 2017 trace; measured through the
+service on that trace, it uses fewer hosts than best fit and RAM first
+fit alone (``docs/filters.rst``).
 """
 
 import typing
@@ -49,9 +49,11 @@ class MixedFitWeigher(ram_first_fit.RamFirstFitWeigher):
     An instance is large on a node when its RAM (MiB) is at least
     ``[filter_scheduler] mixed_fit_large_share`` of the node's RAM
     (``total_usable_ram_mb``; 0.25 by default), else small; a node that
-    reports no RAM has no large instance.  The node's instances are
-    those the view tracks (``HostState.instances``, with the ones the
-    scheduler just placed there; their ``memory_mb``, 0 when unknown).
+    reports no RAM has no large instance.  The node's instances are its
+    host's in the view (``HostState.instances``: read from the database,
+    then kept by the compute's casts with ``[filter_scheduler]
+    track_instance_changes``, with those the scheduler just placed
+    there); an instance whose ``memory_mb`` is unknown counts small.
     To the RAM-first-fit weight (minus a share, between -1 and 0 on a
     node that fits) this adds:
 
@@ -62,9 +64,7 @@ class MixedFitWeigher(ram_first_fit.RamFirstFitWeigher):
 
     The multiplier is ``[filter_scheduler] mixed_fit_weight_multiplier``
     (0.0: off; positive packs), overridable per aggregate with the key of
-    the same name.  With ``[filter_scheduler] track_instance_changes``
-    off the view tracks only what it placed, and the bonuses see only
-    that.
+    the same name.
     """
 
     # The bonuses read only the node's own instances.
