@@ -75,7 +75,8 @@ class MixedFitWeigher(ram_first_fit.RamFirstFitWeigher):
     def weigh_object(self, host_state: 'HostState',
                      weight_properties: 'RequestSpec') -> float:
         share = _large_share()
-        large, count = _instance_counts(host_state, share)
+        large = _large_count(host_state, share)
+        count = len(host_state.instances)
         bonus = _bonus(ratios.claimed_reader(host_state), weight_properties,
                        share, np.array([large]), np.array([count]))
         fit = super().weigh_object(host_state, weight_properties)
@@ -85,7 +86,7 @@ class MixedFitWeigher(ram_first_fit.RamFirstFitWeigher):
                    weight_properties: 'RequestSpec') -> _Floats:
         share = _large_share()
         large = table.memo(self, ('large', share),
-                           lambda state: _instance_counts(state, share)[0],
+                           lambda state: _large_count(state, share),
                            rows, dtype=np.float64)
         count = table.memo(self, 'count', lambda state: len(state.instances),
                            rows, dtype=np.float64)
@@ -99,18 +100,15 @@ def _large_share() -> float:
     return float(CONF.filter_scheduler.mixed_fit_large_share)
 
 
-def _instance_counts(host_state: 'HostState',
-                     share: float) -> tuple[int, int]:
-    """(large instances, all instances) of the node's tracked
-    instances."""
-    instances = host_state.instances
+def _large_count(host_state: 'HostState', share: float) -> int:
+    """How many of the node's instances are large (none on a node that
+    reports no RAM)."""
     ram = host_state.total_usable_ram_mb
     if not ram:
-        return 0, len(instances)
+        return 0
     limit = share * ram
-    large = sum(1 for instance in instances.values()
-                if (instance.obj_get('memory_mb') or 0) >= limit)
-    return large, len(instances)
+    return sum(1 for instance in host_state.instances.values()
+               if (instance.obj_get('memory_mb') or 0) >= limit)
 
 
 def _bonus(get: Callable[[str], typing.Any], spec_obj: 'RequestSpec',
