@@ -14,7 +14,8 @@ what ``tracemalloc_dump`` writes beside (or instead of) its snapshots.
     there is no glibc;
 ``types``
     ``{'module.QualName': count}`` of the objects the garbage collector
-    tracks (``gc.get_objects()``; numbers and strings are not tracked),
+    tracks (``gc.get_objects()``, frozen ones included; numbers and
+    strings are not tracked),
     for the ``TOP_TYPES`` most numerous types;
 ``containers``
     the ``TOP_CONTAINERS`` largest dicts, lists, sets and deques among
@@ -98,9 +99,23 @@ def _sample(obj: Any) -> str:
         return '<%s>' % type(error).__name__
 
 
+def _tracked_objects() -> list[Any]:
+    """Every object the collector tracks, those frozen included (the
+    host view's, ``scheduler.view.gc_freeze``): they are given back for
+    the listing and frozen again, with what was made since."""
+    frozen = gc.get_freeze_count()
+    if frozen:
+        gc.unfreeze()
+    try:
+        return gc.get_objects()
+    finally:
+        if frozen:
+            gc.freeze()
+
+
 def take() -> dict[str, Any]:
     """One census of this process (see the module)."""
-    objects = gc.get_objects()
+    objects = _tracked_objects()
     counts = collections.Counter(map(type, objects))
     largest = heapq.nlargest(
         TOP_CONTAINERS, ((len(obj), number, obj)

@@ -27,6 +27,7 @@ from oslo_utils import timeutils
 
 from scheduler.conf import CONF
 from scheduler.observability import metrics
+from scheduler.view import gc_freeze
 from scheduler.view import suspects
 from scheduler.view import tracking
 from scheduler.view.host_state import HostState
@@ -169,6 +170,7 @@ class Refresher:
         self._last_full = self._last_delta = self._last_sweep = (
             time.monotonic())
         metrics.view_read(metrics.FULL_READ, self._last_full - began)
+        gc_freeze.FREEZER.after_full_read(CONF.scheduler.freeze_host_view)
 
     def _refresh_one(self, compute: Row, services: dict[str, Row]
                      ) -> HostState | None:

@@ -1,5 +1,6 @@
 """The memory census (scheduler.observability.memory_census)."""
 
+import gc
 import json
 
 import pytest
@@ -52,3 +53,17 @@ def test_compare_names_the_growing_type_and_container():
     assert grown and grown[0]['len'] == 50000 and grown[0]['grew'] == 30000
     assert growth['scalars']['allocated_blocks'] > 0
     assert len(kept) == 3000
+
+
+def test_frozen_objects_are_counted_and_stay_frozen():
+    """The host view's objects are frozen (scheduler.view.gc_freeze): a
+    census still counts them, and leaves them frozen."""
+    kept = [_Grower() for _ in range(5000)]
+    gc.freeze()
+    try:
+        census = memory_census.take()
+        assert gc.get_freeze_count() > 0
+        assert not any(obj is kept[0] for obj in gc.get_objects())
+    finally:
+        gc.unfreeze()
+    assert census['types'][_Grower.__module__ + '._Grower'] >= len(kept)
