@@ -91,6 +91,12 @@ class BaseHostWeigher:
     # hosts consumed from are weighed again (``host_local``).  False by
     # default: a plug-in may read anything.
     HOST_LOCAL: typing.ClassVar[bool] = False
+    # Weighing a host never raises (``never_raises``): with a multiplier
+    # of 0.0 on every host such a weigher adds nothing and is not asked.
+    # False by default: a plug-in may raise, as Nova's MetricsWeigher
+    # does when a required metric is missing, and Nova asks every
+    # weigher whatever its multiplier.
+    NEVER_RAISES: typing.ClassVar[bool] = False
 
     def weight_multiplier(self, host_state: 'HostState') -> float:
         """The multiplier for ``host_state``: the minimum aggregate
@@ -209,10 +215,14 @@ class HostWeightHandler:
         known per table (``table_multipliers`` gives no None)."""
         if multipliers is None:
             multipliers = self.table_multipliers(weighers, table)
-        factors = [_multipliers(weigher, table, rows, known)
-                   for weigher, known in zip(weighers, multipliers,
-                                             strict=True)]
-        return Weighing(weighers, table, rows, weight_properties, factors,
+        asked = []
+        factors = []
+        for weigher, known in zip(weighers, multipliers, strict=True):
+            factor = _multipliers(weigher, table, rows, known)
+            if np.ndim(factor) or factor != 0.0 or not never_raises(weigher):
+                asked.append(weigher)
+                factors.append(factor)
+        return Weighing(asked, table, rows, weight_properties, factors,
                         _raw_weights)
 
 
@@ -269,6 +279,16 @@ def host_local(weigher: BaseHostWeigher) -> bool:
     ``weigh_object`` of a built-in weigher is not assumed local)."""
     return bool(weigher.HOST_LOCAL) and loadables.fast_form_applies(
         weigher, 'HOST_LOCAL', _LOCAL_REFERENCE)
+
+
+def never_raises(weigher: BaseHostWeigher) -> bool:
+    """Whether ``weigher`` declares ``NEVER_RAISES``, as the class
+    defining how it weighs or a subclass of it (a plug-in overriding
+    ``weigh_object`` of a built-in weigher is assumed to raise).  A
+    weighing leaves out such a weigher when its multiplier is 0.0 on
+    every host: it could only add 0.0 to each total."""
+    return bool(weigher.NEVER_RAISES) and loadables.fast_form_applies(
+        weigher, 'NEVER_RAISES', _LOCAL_REFERENCE)
 
 
 def _raw_weights(weigher: BaseHostWeigher, table: 'HostTable', rows: _Rows,

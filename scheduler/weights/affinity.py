@@ -39,6 +39,7 @@ class _SoftAffinityWeigherBase(weights.BaseHostWeigher):
     """
 
     HOST_LOCAL = True
+    NEVER_RAISES = True
 
     policy: str | None = None
     sign = 1

@@ -29,6 +29,7 @@ class BestFitWeigher(weights.BaseHostWeigher):
     """
 
     HOST_LOCAL = True
+    NEVER_RAISES = True
 
     multiplier_option = 'best_fit_weight_multiplier'
 

@@ -19,6 +19,7 @@ class BuildFailureWeigher(weights.BaseHostWeigher):
     """
 
     HOST_LOCAL = True
+    NEVER_RAISES = True
 
     multiplier_option = 'build_failure_weight_multiplier'
     column = 'failed_builds'

@@ -15,6 +15,7 @@ class CPUWeigher(weights.BaseHostWeigher):
     """
 
     HOST_LOCAL = True
+    NEVER_RAISES = True
 
     minval = 0
     multiplier_option = 'cpu_weight_multiplier'

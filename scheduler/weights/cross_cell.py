@@ -37,6 +37,7 @@ class CrossCellWeigher(weights.BaseHostWeigher):
     """
 
     HOST_LOCAL = True
+    NEVER_RAISES = True
 
     multiplier_option = 'cross_cell_move_weight_multiplier'
 

@@ -13,6 +13,7 @@ class DiskWeigher(weights.BaseHostWeigher):
     """
 
     HOST_LOCAL = True
+    NEVER_RAISES = True
 
     minval = 0
     multiplier_option = 'disk_weight_multiplier'

@@ -18,6 +18,7 @@ class HypervisorVersionWeigher(weights.BaseHostWeigher):
     """
 
     HOST_LOCAL = True
+    NEVER_RAISES = True
 
     multiplier_option = 'hypervisor_version_weight_multiplier'
     column = 'hypervisor_version'

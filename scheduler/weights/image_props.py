@@ -173,6 +173,7 @@ class ImagePropertiesWeigher(weights.BaseHostWeigher):
     """
 
     HOST_LOCAL = True
+    NEVER_RAISES = True
 
     multiplier_option = 'image_props_weight_multiplier'
 

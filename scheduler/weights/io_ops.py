@@ -14,6 +14,7 @@ class IoOpsWeigher(weights.BaseHostWeigher):
     """
 
     HOST_LOCAL = True
+    NEVER_RAISES = True
 
     minval = 0
     multiplier_option = 'io_ops_weight_multiplier'

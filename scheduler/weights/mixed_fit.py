@@ -69,6 +69,7 @@ class MixedFitWeigher(ram_first_fit.RamFirstFitWeigher):
 
     # The bonuses read only the node's own instances.
     HOST_LOCAL = True
+    NEVER_RAISES = True
 
     multiplier_option = 'mixed_fit_weight_multiplier'
 

@@ -17,6 +17,7 @@ class NumInstancesWeigher(weights.BaseHostWeigher):
     """
 
     HOST_LOCAL = True
+    NEVER_RAISES = True
 
     multiplier_option = 'num_instances_weight_multiplier'
     column = 'num_instances'

@@ -49,6 +49,7 @@ class PCIWeigher(weights.BaseHostWeigher):
     """
 
     HOST_LOCAL = True
+    NEVER_RAISES = True
 
     multiplier_option = 'pci_weight_multiplier'
 

@@ -15,6 +15,7 @@ class RAMWeigher(weights.BaseHostWeigher):
     """
 
     HOST_LOCAL = True
+    NEVER_RAISES = True
 
     minval = 0
     multiplier_option = 'ram_weight_multiplier'

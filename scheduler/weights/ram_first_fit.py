@@ -58,6 +58,7 @@ class RamFirstFitWeigher(weights.BaseHostWeigher):
     """
 
     HOST_LOCAL = True
+    NEVER_RAISES = True
 
     multiplier_option = 'ram_first_fit_weight_multiplier'
 

@@ -3,6 +3,7 @@
 import numpy as np
 
 from scheduler import weights
+from scheduler.view import host_table
 from scheduler.weights import ram
 from tests.unit import fakes
 
@@ -57,3 +58,75 @@ def test_a_built_in_weigher_answers_both_names():
     assert weights.per_host_method(weigher) == weigher.weigh_object
     assert np.asarray(weigher.weigh_objects(
         [weights.WeighedHost(host, 0.0)], spec)).tolist() == [1024]
+
+
+# -- a multiplier of 0.0 ------------------------------------------------------
+
+class _CountsHosts:
+    """Counts the hosts it weighs, weighing each by its free RAM."""
+
+    def __init__(self):
+        self.weighed = 0
+
+    def weigh_object(self, host_state, weight_properties):
+        self.weighed += 1
+        return float(host_state.free_ram_mb)
+
+
+class _Counting(_CountsHosts, weights.BaseHostWeigher):
+    """A plug-in; multiplier ``ram_weight_multiplier``."""
+
+    multiplier_option = 'ram_weight_multiplier'
+
+
+class _CountingNeverRaises(_Counting):
+    NEVER_RAISES = True
+
+
+class _CountingRam(_CountsHosts, ram.RAMWeigher):
+    """A plug-in over a built-in weigher that declares NEVER_RAISES: its
+    own ``weigh_object`` is not covered by that declaration."""
+
+
+def _weighed_rows(weigher):
+    table = host_table.HostTable(_hosts())
+    rows, _weights = weights.HostWeightHandler().get_weighed_rows(
+        [weigher, ram.RAMWeigher()], table, table.all_rows,
+        fakes.fake_spec())
+    return rows.tolist()
+
+
+def test_a_weigher_that_may_raise_is_asked_whatever_its_multiplier(conf):
+    """As Nova asks every weigher (its MetricsWeigher raises on a missing
+    required metric, multiplier or not)."""
+    conf.set_override('ram_weight_multiplier', 0.0, 'filter_scheduler')
+    weigher = _Counting()
+    assert not weights.never_raises(weigher)
+    _weighed_rows(weigher)
+    assert weigher.weighed == 3
+
+
+def test_a_weigher_that_never_raises_is_left_out_at_a_zero_multiplier(conf):
+    conf.set_override('ram_weight_multiplier', 0.0, 'filter_scheduler')
+    weigher = _CountingNeverRaises()
+    assert weights.never_raises(weigher)
+    assert _weighed_rows(weigher) == [0, 1, 2]   # all weigh 0: input order
+    assert weigher.weighed == 0
+    conf.set_override('ram_weight_multiplier', 1.0, 'filter_scheduler')
+    assert _weighed_rows(weigher) == [1, 2, 0]
+    assert weigher.weighed == 3
+
+
+def test_an_override_of_a_built_in_weigher_is_asked(conf):
+    conf.set_override('ram_weight_multiplier', 0.0, 'filter_scheduler')
+    weigher = _CountingRam()
+    assert weights.never_raises(ram.RAMWeigher())
+    assert not weights.never_raises(weigher)
+    _weighed_rows(weigher)
+    assert weigher.weighed == 3
+
+
+def test_every_built_in_weigher_but_metrics_never_raises():
+    raising = sorted(cls.__name__ for cls in weights.all_weighers()
+                     if not weights.never_raises(cls()))
+    assert raising == ['MetricsWeigher']
