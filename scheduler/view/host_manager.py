@@ -190,7 +190,7 @@ class HostManager:
                 self._placed.append((state, instance_uuid))
                 # The nodes of a host share its instances.
                 synced = self.refresher.states_of([state.host])
-            self.table.sync(synced)
+            self.table.sync(synced, part='usage')
 
     def keep_consumption(self, states: Iterable[HostState]) -> None:
         """Mark the consumption of ``states`` as newer than the claims just

@@ -273,7 +273,9 @@ class HostState:
         pools the request fits are used (never raising), and ``updated``
         is set to now so the next refresh keeps the consumption until the
         compute node reports.  ``memory_mb_used`` and ``local_gb_used``
-        grow by what a claim takes (``claim_amounts``).
+        grow by what a claim takes (``claim_amounts``).  Of the HostTable's
+        columns only ``host_table.USAGE_COLUMNS`` change (the host manager
+        copies no others after a consumption).
         """
         with self._lock:
             amounts = self.claim_amounts(spec_obj)

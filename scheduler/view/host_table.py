@@ -94,6 +94,10 @@ SERVICE_COLUMNS = {
     'heartbeat_us': (np.int64, _heartbeat_us),
 }
 COLUMNS = {**RESOURCE_COLUMNS, **SERVICE_COLUMNS}
+# The columns a consumption changes (``consume_from_request`` of
+# HostState and IronicNodeState): ``sync(part='usage')`` copies these.
+USAGE_COLUMNS = ('free_ram_mb', 'free_disk_mb', 'memory_mb_used',
+                 'local_gb_used', 'vcpus_used', 'num_instances', 'num_io_ops')
 
 
 _NO_UUIDS: frozenset[str] = frozenset()
@@ -134,8 +138,9 @@ class HostTable:
         self._copied = {
             part: [(self.columns[name], get)
                    for name, (_dtype, get) in columns.items()]
-            for part, columns in (('all', COLUMNS),
-                                  ('service', SERVICE_COLUMNS))}
+            for part, columns in (
+                ('all', COLUMNS), ('service', SERVICE_COLUMNS),
+                ('usage', {name: COLUMNS[name] for name in USAGE_COLUMNS}))}
         self._memos: dict[object, collections.OrderedDict] = {}
         self._groupings: dict[_Scope, _Grouping] = {}
         # Bumped with any version: ``memo`` reuses the codes it gave for
@@ -170,10 +175,12 @@ class HostTable:
         """Copy the columns of ``states`` (HostStates of this table).
 
         ``part``: ``'all'`` (bumps ``row_version``), ``'aggregates'``
-        (also bumps ``aggregate_version``) or ``'service'`` (copies the
-        service columns only; no version changes).  O(len(states)).
+        (also bumps ``aggregate_version``), ``'usage'`` (copies the
+        ``USAGE_COLUMNS`` only, after a consumption; bumps
+        ``row_version``) or ``'service'`` (copies the service columns
+        only; no version changes).  O(len(states)).
         """
-        copied = self._copied['service' if part == 'service' else 'all']
+        copied = self._copied['all' if part == 'aggregates' else part]
         for state in states:
             row = self.row_of.get((state.host, state.nodename))
             if row is None or self.states[row] is not state:

@@ -4,6 +4,7 @@ the host the function reads, exact answers, and invalidation."""
 import numpy as np
 
 from scheduler.view import host_table
+from scheduler.view import ironic_host_manager
 from scheduler.view.host_table import HostTable
 from tests.unit import fakes
 
@@ -154,3 +155,34 @@ def test_several_attributes_group_by_all_of_them():
     assert len(calls) == 4
     # Each attribute's values are shared with other scopes naming it.
     assert table._grouping(('stats',)) is table._grouping(scope).parts[1]
+
+
+def _same_columns(table, states):
+    fresh = HostTable(states)
+    for name, column in fresh.columns.items():
+        assert table.columns[name].tolist() == column.tolist(), name
+
+
+def test_a_consumption_changes_only_the_usage_columns():
+    """``HostManager.consume`` copies only ``USAGE_COLUMNS`` after
+    ``consume_from_request``: a consumption, of a virtual node or of a
+    bare-metal one taken whole, leaves every other column as it was."""
+    states = [fakes.fake_host_state('a', 'a', vcpus_total=16,
+                                    total_usable_ram_mb=8192,
+                                    free_ram_mb=8192, free_disk_mb=102400,
+                                    total_usable_disk_gb=100),
+              ironic_host_manager.IronicNodeState('b', 'b')]
+    for name, value in (('vcpus_total', 8), ('memory_mb', 4096),
+                        ('total_usable_ram_mb', 4096), ('free_ram_mb', 4096),
+                        ('local_gb', 50), ('free_disk_mb', 51200),
+                        ('total_usable_disk_gb', 50)):
+        setattr(states[1], name, value)
+    table = HostTable(states)
+    versions = table.row_version.copy()
+    spec = fakes.fake_spec(vcpus=2, memory_mb=1024, root_gb=10)
+    for state in states:
+        state.consume_from_request(spec)
+    table.sync(states, part='usage')
+    _same_columns(table, states)
+    assert (table.row_version == versions + 1).all()
+    assert table.columns['free_ram_mb'].tolist() == [7168, 0]
