@@ -72,6 +72,7 @@ from scheduler.engine import deadline
 from scheduler.engine import decision as decision_lib
 from scheduler.engine import live_migration
 from scheduler.engine import reservation
+from scheduler.objects import base as objects_base
 from scheduler.observability import notifications
 from scheduler.placement import refusals
 
@@ -455,9 +456,11 @@ def _instance_uuids(spec_obj: RequestSpec,
 
 def _set_instance_uuid(spec_obj: RequestSpec, uuid: str | None) -> None:
     """``spec_obj.instance_uuid = uuid`` (unset with None), not recorded
-    as a change."""
+    as a change.  ``uuid`` is one of the request's instance uuids, which
+    the manager checked (or this driver made), so it is set as it is,
+    without the UUID field's coercion (``objects.base.set_trusted``)."""
     if uuid is not None:
-        spec_obj.instance_uuid = uuid
+        objects_base.set_trusted(spec_obj, {'instance_uuid': uuid})
     elif spec_obj.obj_attr_is_set('instance_uuid'):
         delattr(spec_obj, '_obj_instance_uuid')
     spec_obj.obj_reset_changes(['instance_uuid'])
