@@ -107,12 +107,35 @@ def allocations_fingerprint(connection: Any) -> tuple[int, ...]:
     ``PUT``/``POST`` replacing a consumer's allocations); it never
     updates one.  So any change of any provider's usage changes the
     fingerprint, including the removals that bump no generation."""
-    row = connection.execute(sa.select(
-        sa.func.count(), sa.func.coalesce(sa.func.max(_ALLOCATIONS.c.id), 0),
-        sa.func.coalesce(sa.func.sum(_ALLOCATIONS.c.used), 0),
-        sa.func.coalesce(sa.func.sum(_ALLOCATIONS.c.resource_provider_id),
-                         0))).one()
-    return tuple(int(value) for value in row)
+    return allocations_fingerprints(connection, None)[0]
+
+
+def allocations_fingerprints(connection: Any, up_to: int | None
+                             ) -> tuple[tuple[int, ...],
+                                        tuple[int, ...] | None]:
+    """``(whole, older)``: ``allocations_fingerprint`` of the table, and
+    the same of its rows with ``id <= up_to`` (None without ``up_to``),
+    in one aggregate query.  With ``up_to`` the largest id of an earlier
+    fingerprint, ``older`` equals that fingerprint when none of the rows
+    it counted was deleted since and no row of an id below it committed
+    late (rows are only inserted, with larger ids, or deleted): a
+    difference means some usage may have fallen."""
+    table = _ALLOCATIONS
+    groups = [(table.c.id, table.c.used, table.c.resource_provider_id)]
+    if up_to is not None:
+        older = table.c.id <= sa.bindparam('up_to', up_to)
+        groups.append(tuple(sa.case((older, column), else_=None)
+                            for column in groups[0]))
+    columns = []
+    for row_id, used, provider in groups:
+        columns += [sa.func.count(row_id),
+                    sa.func.coalesce(sa.func.max(row_id), 0),
+                    sa.func.coalesce(sa.func.sum(used), 0),
+                    sa.func.coalesce(sa.func.sum(provider), 0)]
+    values = [int(value) for value in
+              connection.execute(sa.select(*columns)).one()]
+    return (tuple(values[:4]),
+            tuple(values[4:]) if up_to is not None else None)
 
 
 def read_usages(connection: Any) -> dict[int, dict[str, int]]:
@@ -121,6 +144,15 @@ def read_usages(connection: Any) -> dict[int, dict[str, int]]:
     query (as ``read_trees`` reads the usages of the providers it
     reads)."""
     return dict(_usages(connection, sa.true(), {}))
+
+
+def usages_of(connection: Any, ids: Collection[int]
+              ) -> dict[int, dict[str, int]]:
+    """``read_usages`` of the providers ``ids`` (``resource_providers.id``)
+    only; those without an allocation are absent."""
+    return dict(_usages(
+        connection, _ALLOCATIONS.c.resource_provider_id.in_(
+            sa.bindparam('ids', expanding=True)), {'ids': sorted(ids)}))
 
 
 def _usages(connection: Any, where: Any, params: dict[str, Any]

@@ -48,6 +48,7 @@ manager's lock: one decision at a time.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import datetime
 import json
@@ -83,6 +84,9 @@ LOG = logging.getLogger(__name__)
 CLOCK_MARGIN = datetime.timedelta(seconds=1)
 # Seconds between two reads of every provider's generation.
 FULL_CHECK_INTERVAL = 10.0
+# How many reads of providers the view remembers for the usage watch
+# (more between two of its reads: it reads every usage).
+READ_LOG = 4096
 # What a Selection's ``allocation_request_version`` says: the
 # microversion of the allocation requests' shape (``mappings``).
 ALLOCATION_REQUEST_VERSION = client_lib.MICROVERSION
@@ -129,8 +133,13 @@ class PlacementView:
         self._stale: set[int] = set()
         self._stale_lock = threading.Lock()
         self.watch: usage_watch.UsageWatch | None = None
-        # Counts the reads of providers (the usage watch's ``version``).
+        # Counts the reads of providers; the last ``READ_LOG`` of them,
+        # each as ``(its number, the ids read or None for all)``, for the
+        # usage watch (``providers_read_since``).
         self.reads = 0
+        self._read_log: collections.deque[
+            tuple[int, frozenset[int] | None]] = collections.deque(
+                maxlen=READ_LOG)
         # Counts the ProviderTables built: a HostTable memo of provider
         # rows (``passes_rows``) holds for one of them.
         self._table_epoch = 0
@@ -190,19 +199,18 @@ class PlacementView:
                    _moved(self._child_generations, children) |
                    self._take_stale())
         if changed:
-            self.reads += 1
             found, below = database.read_trees(connection, changed)
             try:
                 self.forest.replace([*found.values(), *below.values()])
             except KeyError:        # moved between roots and children
                 return self._read_all(connection, roots, children)
+            self._count_read(frozenset(found) | frozenset(below))
         self._generations = roots
         self._child_generations = children
         return len(changed)
 
     def _read_all(self, connection: Any, roots: dict[int, int],
                   children: dict[int, int]) -> int:
-        self.reads += 1
         found, below = database.read_trees(connection)
         self.table = candidates_lib.ProviderTable(found.values())
         self.children = candidates_lib.ProviderTable(below.values())
@@ -215,7 +223,38 @@ class PlacementView:
         self._child_generations = {rp_id: children[rp_id]
                                    for rp_id in below if rp_id in children}
         self._take_stale()
+        self._count_read(None)
         return len(found) + len(below)
+
+    def _count_read(self, ids: frozenset[int] | None) -> None:
+        """Count a read of the providers ``ids`` (None: all of them),
+        logged before it is counted (``providers_read_since``)."""
+        self._read_log.append((self.reads + 1, ids))
+        self.reads += 1
+
+    def providers_read_since(self, count: int | None
+                             ) -> usage_watch.ReadSince:
+        """``(reads, ids)``: the count of reads now, and the ids
+        (``resource_providers.id``) of the providers read since the count
+        was ``count``, or None when that is not known (``count`` None,
+        older than the log, or a read of every provider since).
+        Thread-safe: the usage watch calls it."""
+        reads = self.reads
+        if count is None:
+            return reads, None
+        log = list(self._read_log)      # one step under the GIL
+        ids: set[int] = set()
+        expected = count + 1
+        for number, read in log:
+            if number <= count or number > reads:
+                continue
+            if number != expected or read is None:
+                return reads, None
+            ids |= read
+            expected += 1
+        if expected != reads + 1:
+            return reads, None
+        return reads, frozenset(ids)
 
     def forget(self, uuids: Iterable[str]) -> None:
         """Read providers ``uuids`` again at the next refresh (their use
@@ -239,20 +278,23 @@ class PlacementView:
         its first read now, before the view's first load."""
         self.watch = usage_watch.UsageWatch(
             self.engine, interval, self.reconcile_usages,
-            lambda: self.reads)
+            self.providers_read_since)
         self.watch.start()
 
-    def reconcile_usages(self, usages: usage_watch.Usages) -> None:
-        """Read again, at the next refresh, the providers whose usage in
-        Placement's database (``usages``: ``{resource_providers.id:
-        {resource class: used}}``, the providers without an allocation
-        absent) differs from the view's.  Called from the usage watch's
+    def reconcile_usages(self, usages: usage_watch.Usages,
+                         only: frozenset[int] | None = None) -> None:
+        """Read again, at the next refresh, the providers (those of
+        ``only``, or all when it is None) whose usage in Placement's
+        database (``usages``: ``{resource_providers.id: {resource class:
+        used}}``, the providers without an allocation absent) differs
+        from the view's.  Called from the usage watch's
         thread, without the host manager's lock: a provider the view
         reads or consumes meanwhile may be read once more than needed,
         never less (one it consumes is to be read again anyway)."""
         if self.forest is None:
             return
-        stale = usage_watch.stale_providers(self.forest, self._id_of, usages)
+        stale = usage_watch.stale_providers(self.forest, self._id_of, usages,
+                                            only)
         if stale:
             LOG.debug('Usage changed outside a generation bump on %d '
                       'resource provider(s)', len(stale))

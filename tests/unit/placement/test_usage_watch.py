@@ -78,14 +78,61 @@ def test_the_fingerprint_changes_with_every_insert_or_delete(engine):
     assert len({empty, one, fingerprint()}) == 3
 
 
-def test_a_read_returns_usages_only_when_the_table_changed(engine):
-    watch = usage_watch.UsageWatch(engine, 0.05, lambda usages: None,
-                                   lambda: 0)
+def _nothing_read(count):
+    """``reads_since`` of a view that never reads."""
+    return 0, None if count is None else frozenset()
+
+
+def _ignore(usages, only):
+    pass
+
+
+def test_a_read_returns_usages_only_when_a_row_went(engine):
+    """Every usage at the first read and after a row it counted went;
+    nothing when rows were only added (their providers' generations
+    moved) and the view read no provider since."""
+    watch = usage_watch.UsageWatch(engine, 0.05, _ignore, _nothing_read)
     _allocate(engine, 1, 'a', 1, 512)
-    assert watch.read() == {1: {'VCPU': 1, 'MEMORY_MB': 512}}
+    assert watch.read() == ({1: {'VCPU': 1, 'MEMORY_MB': 512}}, None)
+    assert watch.read() is None
+    _allocate(engine, 2, 'b', 2, 1024)
     assert watch.read() is None
     _delete(engine, 'a')
-    assert watch.read() == {}
+    assert watch.read() == ({2: {'VCPU': 2, 'MEMORY_MB': 1024}}, None)
+
+
+def test_the_older_fingerprint_is_the_last_one_until_a_row_goes(engine):
+    _allocate(engine, 1, 'a', 1, 512)
+    with engine.connect() as connection:
+        last, older = database.allocations_fingerprints(connection, None)
+    assert older is None
+    _allocate(engine, 2, 'b', 2, 1024)
+    with engine.connect() as connection:
+        whole, older = database.allocations_fingerprints(connection,
+                                                         last[1])
+    assert older == last and whole != last
+    _delete(engine, 'a')
+    with engine.connect() as connection:
+        _whole, older = database.allocations_fingerprints(connection,
+                                                          last[1])
+    assert older != last
+
+
+def test_after_inserts_only_the_providers_the_view_read_are_compared(
+        engine):
+    read_since = []
+
+    def reads_since(count):
+        read_since.append(count)
+        return (0, None) if count is None else (3, frozenset({2, 9}))
+
+    watch = usage_watch.UsageWatch(engine, 0.05, _ignore, reads_since)
+    _allocate(engine, 1, 'a', 1, 512)
+    watch.read()
+    _allocate(engine, 2, 'b', 2, 1024)
+    assert watch.read() == ({2: {'VCPU': 2, 'MEMORY_MB': 1024}},
+                            frozenset({2, 9}))
+    assert read_since == [None, 0]
 
 
 def _view(engine, providers):
@@ -118,40 +165,64 @@ def test_a_rise_and_fall_between_two_reads_is_caught(engine):
     generation moves: the view reads it, with the usage) and deleted
     (no generation move) before the next read: that read still differs
     from the view's, so the view reads provider 1 again."""
-    view = _view(engine, {1: _provider('a')})
+    view = _view(engine, {1: _provider('a'), 2: _provider('b')})
     watch = usage_watch.UsageWatch(engine, 0.05, view.reconcile_usages,
-                                   lambda: view.reads)
+                                   view.providers_read_since)
     watch.start()
     watch.stop()
+    _allocate(engine, 2, 'y', 1, 512)    # b: read later, unchanged since
     _allocate(engine, 1, 'x', 4, 4096)
-    view.forest.replace([_provider('a', VCPU=4, MEMORY_MB=4096)])
-    view.reads += 1         # as its refresh would count the read
+    view.forest.replace([_provider('a', VCPU=4, MEMORY_MB=4096),
+                         _provider('b', VCPU=1, MEMORY_MB=512)])
+    view._count_read(frozenset({1, 2}))   # as its refresh counts a read
     _delete(engine, 'x')
     watch.check()
     assert view._take_stale() == {1}
+
+
+def test_the_view_lists_the_providers_it_read_since_a_count(engine):
+    view = _view(engine, {})
+    view._count_read(frozenset({1}))
+    view._count_read(frozenset({2, 3}))
+    assert view.providers_read_since(None) == (2, None)
+    assert view.providers_read_since(0) == (2, frozenset({1, 2, 3}))
+    assert view.providers_read_since(1) == (2, frozenset({2, 3}))
+    assert view.providers_read_since(2) == (2, frozenset())
+    view._count_read(None)                 # a read of every provider
+    assert view.providers_read_since(2) == (3, None)
+    assert view.providers_read_since(3) == (3, frozenset())
+    for _ in range(view_lib.READ_LOG + 1):   # one more than remembered
+        view._count_read(frozenset({4}))
+    reads = 4 + view_lib.READ_LOG
+    assert view.providers_read_since(3) == (reads, None)
+    assert view.providers_read_since(4) == (reads, frozenset({4}))
 
 
 def test_the_thread_reconciles_until_stopped(engine):
     seen = []
     event = threading.Event()
 
-    def reconcile(usages):
+    def reconcile(usages, only):
         seen.append(usages)
         event.set()
 
-    watch = usage_watch.UsageWatch(engine, 0.05, reconcile, lambda: 0)
-    watch.start()
+    watch = usage_watch.UsageWatch(engine, 0.05, reconcile, _nothing_read)
     _allocate(engine, 7, 'a', 1, 512)
+    watch.start()
+    _allocate(engine, 8, 'b', 2, 1024)
+    _delete(engine, 'a')
     assert event.wait(5)
     watch.stop()
-    assert seen[-1] == {7: {'VCPU': 1, 'MEMORY_MB': 512}}
+    assert seen[-1] == {8: {'VCPU': 2, 'MEMORY_MB': 1024}}
     assert watch._thread is None
 
 
 def test_a_failed_read_is_logged_and_the_next_reads_everything(engine,
                                                               caplog):
     calls = []
-    watch = usage_watch.UsageWatch(engine, 0.05, calls.append, lambda: 0)
+    watch = usage_watch.UsageWatch(
+        engine, 0.05, lambda usages, only: calls.append(usages),
+        _nothing_read)
     watch.read()
     with engine.begin() as connection:
         connection.execute(sa.text('ALTER TABLE allocations '
