@@ -152,7 +152,7 @@ def _utcnow():
     return timeutils.utcnow()
 
 
-def _rows(session, statement, params=None):
+def dict_rows(session, statement, params=None):
     """Run a Core ``select`` (with bound ``params``) on a Session or a
     Connection and return its rows as dicts.
 
@@ -270,7 +270,7 @@ def service_get_all_by_binary(context, binary='nova-compute',
     if not include_disabled:
         statement = statement.where(table.c.disabled == sa.false())
     with context_manager.reader.using(context) as session:
-        return _rows(session, statement)
+        return dict_rows(session, statement)
 
 
 def service_get_all_by_topic(context, topic):
@@ -282,7 +282,7 @@ def service_get_all_by_topic(context, topic):
                         table.c.disabled == sa.false())
                  .order_by(table.c.id))
     with context_manager.reader.using(context) as session:
-        return _rows(session, statement)
+        return dict_rows(session, statement)
 
 
 # ----------------------------------------------------------- aggregates --
@@ -309,7 +309,7 @@ def aggregates_read(session, aggregate_id=None,
         metadata = metadata.where(
             metadata_table.c.aggregate_id == aggregate_id)
     by_id = {row['id']: dict(row, hosts=[], metadata={})
-             for row in _rows(session, aggregates)}
+             for row in dict_rows(session, aggregates)}
     # SQLite does not enforce the foreign keys: rows of an aggregate that
     # is gone are skipped rather than breaking the read.
     for agg_id, host in session.execute(hosts):
@@ -364,7 +364,7 @@ def instance_get_all_by_host(context, host):
         (``memory_mb`` in MiB, ``root_gb``/``ephemeral_gb`` in GiB).
     """
     with context_manager.reader.using(context) as session:
-        return _rows(session, _instances_on([host]))
+        return dict_rows(session, _instances_on([host]))
 
 
 def instance_get_all_by_hosts(context, hosts):
@@ -376,7 +376,7 @@ def instance_get_all_by_hosts(context, hosts):
     by_host = {host: [] for host in hosts}
     with context_manager.reader.using(context) as session:
         for chunk in _chunks(by_host, IN_CHUNK_SIZE):
-            for row in _rows(session, _instances_on(chunk)):
+            for row in dict_rows(session, _instances_on(chunk)):
                 by_host[row['host']].append(row)
     return by_host
 

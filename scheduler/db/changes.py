@@ -111,16 +111,16 @@ def get_changes_since(context, since, binary='nova-compute'):
     with api.context_manager.reader.connection.using(context) as connection:
         statements = _changes_statements(connection.dialect.name)
         return changes_of(
-            api._rows(connection, statements['compute_nodes'], params),
-            api._rows(connection, statements['services'], params),
-            api._rows(connection, statements['instances'], params))
+            api.dict_rows(connection, statements['compute_nodes'], params),
+            api.dict_rows(connection, statements['services'], params),
+            api.dict_rows(connection, statements['instances'], params))
 
 
 def get_instance_changes_since(context, since):
     """The ``instances`` part of ``get_changes_since`` alone."""
     params = {'since': since}
     with api.context_manager.reader.connection.using(context) as connection:
-        return api._rows(connection, _changes_statements(
+        return api.dict_rows(connection, _changes_statements(
             connection.dialect.name)['instances'], params)
 
 
@@ -164,7 +164,7 @@ def get_rows_by_ids(context, compute_node_ids=(), service_ids=()):
             for chunk in api._chunks(sorted(ids), api.IN_CHUNK_SIZE):
                 statement = (sa.select(table).where(table.c.id.in_(chunk))
                              .order_by(table.c.id))
-                found[table.name].extend(api._rows(session, statement))
+                found[table.name].extend(api.dict_rows(session, statement))
     return changes_of(found['compute_nodes'], found['services'], [])
 
 

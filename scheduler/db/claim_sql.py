@@ -133,10 +133,8 @@ def checked_amounts(vcpus, memory_mb, disk_gb):
     return amounts
 
 
-def select_rows(session, statement, params=None):
-    """Run a Core ``select``; return its rows as dicts."""
-    return [dict(row) for row in
-            session.execute(statement, params).mappings()]
+# Run a Core ``select``; return its rows as dicts.
+select_rows = api.dict_rows
 
 
 def chunks(items, size):

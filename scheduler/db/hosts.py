@@ -267,7 +267,7 @@ def compute_service_get(context, host: str) -> Row:
     :raises scheduler.exception.ComputeHostNotFound: there is none.
     """
     with api.context_manager.reader.using(context) as session:
-        rows = api._rows(session, _live_compute_services([host]))
+        rows = api.dict_rows(session, _live_compute_services([host]))
     if not rows:
         raise exception.ComputeHostNotFound(host=host)
     return rows[0]
@@ -349,7 +349,7 @@ def add_compute_node(context, values: Row) -> Row:
         with api.context_manager.writer.using(context) as session:
             if session.execute(existing).first() is not None:
                 raise duplicate
-            services = api._rows(session, _live_compute_services([host]))
+            services = api.dict_rows(session, _live_compute_services([host]))
             if services:
                 service = services[0]
             else:
@@ -467,8 +467,8 @@ def compute_hosts(context, host: str | None = None) -> list[Row]:
     claim_counts = (sa.select(claims.c.compute_node_id, sa.func.count())
                     .group_by(claims.c.compute_node_id))
     with api.context_manager.reader.using(context) as session:
-        rows = api._rows(session, nodes.order_by(COMPUTE_NODES.c.id))
-        services = {svc['host']: svc for svc in api._rows(
+        rows = api.dict_rows(session, nodes.order_by(COMPUTE_NODES.c.id))
+        services = {svc['host']: svc for svc in api.dict_rows(
             session, _live_compute_services())}
         aggregates = collections.defaultdict(list)
         for aggregate in api.aggregates_read(session):

@@ -54,11 +54,6 @@ def _live(table):
     return table.c.deleted == 0
 
 
-def _rows(connection, statement, params=None):
-    return [dict(row) for row in
-            connection.execute(statement, params).mappings()]
-
-
 def _connected(read, cell):
     """``read(cell, connection)`` on a connection of the cell's engine."""
     with cell.engine.connect() as connection:
@@ -298,7 +293,7 @@ class CellAccess:
         def read(cell, connection):
             rows = []
             for chunk in _chunks(grouped[cell.id]):
-                rows.extend(_rows(connection, statement.where(
+                rows.extend(api.dict_rows(connection, statement.where(
                     table.c.id.in_(chunk))))
             return rows
         return self._each_cell(read, only=grouped.keys())

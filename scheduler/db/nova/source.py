@@ -69,7 +69,7 @@ CHUNK = cell_access.CHUNK
 _later = cell_access._later
 _chunks = cell_access._chunks
 _live = cell_access._live
-_rows = cell_access._rows
+_rows = api.dict_rows
 
 NODES = schema.COMPUTE_NODES
 SERVICES = schema.SERVICES
