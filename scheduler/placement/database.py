@@ -121,7 +121,8 @@ def allocations_fingerprints(connection: Any, up_to: int | None
     late (rows are only inserted, with larger ids, or deleted): a
     difference means some usage may have fallen."""
     table = _ALLOCATIONS
-    groups = [(table.c.id, table.c.used, table.c.resource_provider_id)]
+    groups: list[tuple[Any, ...]] = [
+        (table.c.id, table.c.used, table.c.resource_provider_id)]
     if up_to is not None:
         older = table.c.id <= sa.bindparam('up_to', up_to)
         groups.append(tuple(sa.case((older, column), else_=None)

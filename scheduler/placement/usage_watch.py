@@ -19,7 +19,7 @@ row the previous read counted is gone: usage has only risen, on
 providers whose generation moved, except where rows inserted since were
 deleted again.  Such a rise and fall matters only on a provider the view
 read in between; so the watch then compares just the providers the view
-read since the previous read (``PlacementView.providers_read_since``)
+read since the previous read (the view's ``ReadLog``)
 with their usage in Placement (``database.usages_of``), and nothing at
 all when the view read none.  Otherwise (a row gone, the first read, a
 view that read everything or too many providers since) it reads every
@@ -47,6 +47,7 @@ one read, after the removal committed.
 
 from __future__ import annotations
 
+import collections
 import threading
 import weakref
 from collections.abc import Callable
@@ -69,6 +70,43 @@ ReadSince = tuple[int, frozenset[int] | None]
 # More providers than this read by the view since the last read: every
 # usage is read instead of theirs.
 MAX_LISTED = 1000
+
+
+class ReadLog:
+    """The reads of providers by a view: ``count`` of them, the last
+    ``SIZE`` as ``(number, ids read or None for all)``.  ``record`` is
+    the view's (under its lock), ``since`` the watch's (any thread)."""
+
+    SIZE = 4096
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._log: collections.deque[tuple[int, frozenset[int] | None]] = (
+            collections.deque(maxlen=self.SIZE))
+
+    def record(self, ids: frozenset[int] | None) -> None:
+        """Count a read of the providers ``ids`` (None: all of them),
+        logged before it is counted."""
+        self._log.append((self.count + 1, ids))
+        self.count += 1
+
+    def since(self, count: int | None) -> ReadSince:
+        """``(count now, ids)``: the ids of the providers read since the
+        count was ``count``, or None when that is not known (``count``
+        None, older than the log, or a read of every provider since)."""
+        now = self.count
+        if count is None:
+            return now, None
+        ids: set[int] = set()
+        expected = count + 1
+        for number, read in list(self._log):   # one step under the GIL
+            if number <= count or number > now:
+                continue
+            if number != expected or read is None:
+                return now, None
+            ids |= read
+            expected += 1
+        return (now, frozenset(ids)) if expected == now + 1 else (now, None)
 
 
 class UsageWatch:

@@ -48,7 +48,6 @@ manager's lock: one decision at a time.
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import datetime
 import json
@@ -84,9 +83,6 @@ LOG = logging.getLogger(__name__)
 CLOCK_MARGIN = datetime.timedelta(seconds=1)
 # Seconds between two reads of every provider's generation.
 FULL_CHECK_INTERVAL = 10.0
-# How many reads of providers the view remembers for the usage watch
-# (more between two of its reads: it reads every usage).
-READ_LOG = 4096
 # What a Selection's ``allocation_request_version`` says: the
 # microversion of the allocation requests' shape (``mappings``).
 ALLOCATION_REQUEST_VERSION = client_lib.MICROVERSION
@@ -133,13 +129,8 @@ class PlacementView:
         self._stale: set[int] = set()
         self._stale_lock = threading.Lock()
         self.watch: usage_watch.UsageWatch | None = None
-        # Counts the reads of providers; the last ``READ_LOG`` of them,
-        # each as ``(its number, the ids read or None for all)``, for the
-        # usage watch (``providers_read_since``).
-        self.reads = 0
-        self._read_log: collections.deque[
-            tuple[int, frozenset[int] | None]] = collections.deque(
-                maxlen=READ_LOG)
+        # The reads of providers, for the usage watch.
+        self.reads = usage_watch.ReadLog()
         # Counts the ProviderTables built: a HostTable memo of provider
         # rows (``passes_rows``) holds for one of them.
         self._table_epoch = 0
@@ -204,7 +195,7 @@ class PlacementView:
                 self.forest.replace([*found.values(), *below.values()])
             except KeyError:        # moved between roots and children
                 return self._read_all(connection, roots, children)
-            self._count_read(frozenset(found) | frozenset(below))
+            self.reads.record(frozenset(found) | frozenset(below))
         self._generations = roots
         self._child_generations = children
         return len(changed)
@@ -223,38 +214,8 @@ class PlacementView:
         self._child_generations = {rp_id: children[rp_id]
                                    for rp_id in below if rp_id in children}
         self._take_stale()
-        self._count_read(None)
+        self.reads.record(None)
         return len(found) + len(below)
-
-    def _count_read(self, ids: frozenset[int] | None) -> None:
-        """Count a read of the providers ``ids`` (None: all of them),
-        logged before it is counted (``providers_read_since``)."""
-        self._read_log.append((self.reads + 1, ids))
-        self.reads += 1
-
-    def providers_read_since(self, count: int | None
-                             ) -> usage_watch.ReadSince:
-        """``(reads, ids)``: the count of reads now, and the ids
-        (``resource_providers.id``) of the providers read since the count
-        was ``count``, or None when that is not known (``count`` None,
-        older than the log, or a read of every provider since).
-        Thread-safe: the usage watch calls it."""
-        reads = self.reads
-        if count is None:
-            return reads, None
-        log = list(self._read_log)      # one step under the GIL
-        ids: set[int] = set()
-        expected = count + 1
-        for number, read in log:
-            if number <= count or number > reads:
-                continue
-            if number != expected or read is None:
-                return reads, None
-            ids |= read
-            expected += 1
-        if expected != reads + 1:
-            return reads, None
-        return reads, frozenset(ids)
 
     def forget(self, uuids: Iterable[str]) -> None:
         """Read providers ``uuids`` again at the next refresh (their use
@@ -277,8 +238,7 @@ class PlacementView:
         """Start the usage watch (``scheduler.placement.usage_watch``):
         its first read now, before the view's first load."""
         self.watch = usage_watch.UsageWatch(
-            self.engine, interval, self.reconcile_usages,
-            self.providers_read_since)
+            self.engine, interval, self.reconcile_usages, self.reads.since)
         self.watch.start()
 
     def reconcile_usages(self, usages: usage_watch.Usages,

@@ -98,6 +98,9 @@ COLUMNS = {**RESOURCE_COLUMNS, **SERVICE_COLUMNS}
 # HostState and IronicNodeState): ``sync(part='usage')`` copies these.
 USAGE_COLUMNS = ('free_ram_mb', 'free_disk_mb', 'memory_mb_used',
                  'local_gb_used', 'vcpus_used', 'num_instances', 'num_io_ops')
+# The columns each ``part`` of ``HostTable.sync`` copies.
+SYNCED = {'all': tuple(COLUMNS), 'service': tuple(SERVICE_COLUMNS),
+          'usage': USAGE_COLUMNS}
 
 
 _NO_UUIDS: frozenset[str] = frozenset()
@@ -135,12 +138,9 @@ class HostTable:
                               count=size)
             for name, (dtype, get) in COLUMNS.items()}
         # (column array, getter) of the columns ``sync`` copies.
-        self._copied = {
-            part: [(self.columns[name], get)
-                   for name, (_dtype, get) in columns.items()]
-            for part, columns in (
-                ('all', COLUMNS), ('service', SERVICE_COLUMNS),
-                ('usage', {name: COLUMNS[name] for name in USAGE_COLUMNS}))}
+        self._copied = {part: [(self.columns[name], COLUMNS[name][1])
+                               for name in names]
+                        for part, names in SYNCED.items()}
         self._memos: dict[object, collections.OrderedDict] = {}
         self._groupings: dict[_Scope, _Grouping] = {}
         # Bumped with any version: ``memo`` reuses the codes it gave for

@@ -167,35 +167,34 @@ def test_a_rise_and_fall_between_two_reads_is_caught(engine):
     from the view's, so the view reads provider 1 again."""
     view = _view(engine, {1: _provider('a'), 2: _provider('b')})
     watch = usage_watch.UsageWatch(engine, 0.05, view.reconcile_usages,
-                                   view.providers_read_since)
+                                   view.reads.since)
     watch.start()
     watch.stop()
     _allocate(engine, 2, 'y', 1, 512)    # b: read later, unchanged since
     _allocate(engine, 1, 'x', 4, 4096)
     view.forest.replace([_provider('a', VCPU=4, MEMORY_MB=4096),
                          _provider('b', VCPU=1, MEMORY_MB=512)])
-    view._count_read(frozenset({1, 2}))   # as its refresh counts a read
+    view.reads.record(frozenset({1, 2}))  # as its refresh records a read
     _delete(engine, 'x')
     watch.check()
     assert view._take_stale() == {1}
 
 
-def test_the_view_lists_the_providers_it_read_since_a_count(engine):
-    view = _view(engine, {})
-    view._count_read(frozenset({1}))
-    view._count_read(frozenset({2, 3}))
-    assert view.providers_read_since(None) == (2, None)
-    assert view.providers_read_since(0) == (2, frozenset({1, 2, 3}))
-    assert view.providers_read_since(1) == (2, frozenset({2, 3}))
-    assert view.providers_read_since(2) == (2, frozenset())
-    view._count_read(None)                 # a read of every provider
-    assert view.providers_read_since(2) == (3, None)
-    assert view.providers_read_since(3) == (3, frozenset())
-    for _ in range(view_lib.READ_LOG + 1):   # one more than remembered
-        view._count_read(frozenset({4}))
-    reads = 4 + view_lib.READ_LOG
-    assert view.providers_read_since(3) == (reads, None)
-    assert view.providers_read_since(4) == (reads, frozenset({4}))
+def test_the_read_log_lists_the_providers_read_since_a_count():
+    reads = usage_watch.ReadLog()
+    reads.record(frozenset({1}))
+    reads.record(frozenset({2, 3}))
+    assert reads.since(None) == (2, None)
+    assert reads.since(0) == (2, frozenset({1, 2, 3}))
+    assert reads.since(1) == (2, frozenset({2, 3}))
+    assert reads.since(2) == (2, frozenset())
+    reads.record(None)                 # a read of every provider
+    assert reads.since(2) == (3, None)
+    assert reads.since(3) == (3, frozenset())
+    for _ in range(reads.SIZE + 1):    # one more than remembered
+        reads.record(frozenset({4}))
+    assert reads.since(3) == (4 + reads.SIZE, None)
+    assert reads.since(4) == (4 + reads.SIZE, frozenset({4}))
 
 
 def test_the_thread_reconciles_until_stopped(engine):
