@@ -13,6 +13,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from scheduler.db import api
 from scheduler.db import source
 from scheduler.db.claim_sql import CLAIMS
 from scheduler.db.claim_sql import COMPUTE_NODES
@@ -21,7 +22,6 @@ from scheduler.db.claim_sql import claim_row_select
 from scheduler.db.claim_sql import context_manager
 from scheduler.db.claim_sql import release_rows
 from scheduler.db.claim_sql import retry
-from scheduler.db.claim_sql import select_rows
 from scheduler.db.claim_sql import utcnow
 from scheduler.db.nova import reconcile as nova_reconcile
 
@@ -78,8 +78,8 @@ def reconcile(context: Any, now: datetime.datetime | None = None
     if source.nova_mode():
         return nova_reconcile.reconcile(context, now)
     with context_manager.reader.using(context) as session:
-        superseded = select_rows(session, _superseded_select())
-        expired = select_rows(session, _expired_select(now))
+        superseded = api.dict_rows(session, _superseded_select())
+        expired = api.dict_rows(session, _expired_select(now))
     superseded_ids = {row['id'] for row in superseded}
     expired = [row for row in expired if row['id'] not in superseded_ids]
     return {'expired': sum(_release_one(context, row) for row in expired),

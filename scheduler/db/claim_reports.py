@@ -12,6 +12,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from scheduler.db import api
 from scheduler.db.claim_sql import BY_NAME
 from scheduler.db.claim_sql import CLAIMS
 from scheduler.db.claim_sql import RESOURCES
@@ -22,7 +23,6 @@ from scheduler.db.claim_sql import context_manager
 from scheduler.db.claim_sql import nodes_table
 from scheduler.db.claim_sql import overcommitted_sql
 from scheduler.db.claim_sql import resolved_ratios
-from scheduler.db.claim_sql import select_rows
 
 
 def overcommitted_nodes(context: Any,
@@ -63,7 +63,7 @@ def overcommitted_nodes(context: Any,
                                  for resource in RESOURCES]))
                  .order_by(node.id))
     with context_manager.reader.using(context) as session:
-        rows = select_rows(session, statement)
+        rows = api.dict_rows(session, statement)
     return [{'id': row['id'], 'host': row['host'],
              'hypervisor_hostname': row['hypervisor_hostname'],
              'resource': resource.name,
@@ -95,7 +95,7 @@ def unbalanced_nodes(context: Any) -> list[dict[str, Any]]:
                      sums, sums.c.compute_node_id == node.id))
                  .order_by(node.id))
     with context_manager.reader.using(context) as session:
-        rows = select_rows(session, statement)
+        rows = api.dict_rows(session, statement)
     return [{'id': row['id'], 'resource': resource.name,
              'claimed': row[resource.claimed],
              'sum': int(row[resource.name] or 0)}
@@ -124,4 +124,4 @@ def get_claims(context: Any, compute_node_id: int | None = None
         statement = statement.where(
             CLAIMS.c.compute_node_id == compute_node_id)
     with context_manager.reader.using(context) as session:
-        return select_rows(session, statement)
+        return api.dict_rows(session, statement)

@@ -133,10 +133,6 @@ def checked_amounts(vcpus, memory_mb, disk_gb):
     return amounts
 
 
-# Run a Core ``select``; return its rows as dicts.
-select_rows = api.dict_rows
-
-
 def chunks(items, size):
     items = list(items)
     for start in range(0, len(items), size):
@@ -265,7 +261,7 @@ def find_claims(context, instance_uuids):
                              api.IN_CHUNK_SIZE):
             statement = claim_row_select().where(
                 CLAIMS.c.instance_uuid.in_(chunk))
-            rows.extend(select_rows(session, statement))
+            rows.extend(api.dict_rows(session, statement))
     return sorted(rows, key=lambda row: row['id'])
 
 

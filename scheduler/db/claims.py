@@ -41,7 +41,6 @@ from scheduler.db.claim_sql import nodes_table
 from scheduler.db.claim_sql import release_rows
 from scheduler.db.claim_sql import resolved_ratios
 from scheduler.db.claim_sql import retry
-from scheduler.db.claim_sql import select_rows
 from scheduler.db.claim_sql import statements_for
 from scheduler.db.claim_sql import subtract_rows
 from scheduler.db.claim_sql import take_all_new
@@ -265,7 +264,7 @@ def _claim_in(connection, compute_node_id, instance_uuid, amounts, ratios,
     if take_node(connection, compute_node_id, amounts, no_credit, ratios,
                  now, new_instance=instance_uuid):
         return True
-    found = select_rows(connection,
+    found = api.dict_rows(connection,
                         statements_for(nodes_table())['claim_of'],
                         {'instance_uuid': instance_uuid})
     if not found:

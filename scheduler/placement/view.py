@@ -124,6 +124,7 @@ class PlacementView:
         self._generations: dict[int, int] = {}
         self._child_generations: dict[int, int] = {}
         self._id_of: dict[str, int] = {}
+        self._uuid_of: dict[int, str] = {}
         # Providers to read again at the next refresh; the usage watch's
         # thread adds to it too (under ``_stale_lock``).
         self._stale: set[int] = set()
@@ -209,6 +210,7 @@ class PlacementView:
         self._table_epoch += 1
         self._id_of = {p.uuid: rp_id for providers in (found, below)
                        for rp_id, p in providers.items()}
+        self._uuid_of = {rp_id: uuid for uuid, rp_id in self._id_of.items()}
         self._generations = {rp_id: roots[rp_id] for rp_id in found
                              if rp_id in roots}
         self._child_generations = {rp_id: children[rp_id]
@@ -254,7 +256,7 @@ class PlacementView:
         if self.forest is None:
             return
         stale = usage_watch.stale_providers(self.forest, self._id_of, usages,
-                                            only)
+                                            only, self._uuid_of)
         if stale:
             LOG.debug('Usage changed outside a generation bump on %d '
                       'resource provider(s)', len(stale))

@@ -53,7 +53,7 @@ def _claims_with_nodes(context):
                      NODE_CLAIMS.c.id == CLAIMS.c.compute_node_id))
                  .order_by(CLAIMS.c.id))
     with claim_sql.context_manager.reader.using(context) as session:
-        return claim_sql.select_rows(session, statement)
+        return api.dict_rows(session, statement)
 
 
 def _read_cell(rows):

@@ -69,7 +69,6 @@ CHUNK = cell_access.CHUNK
 _later = cell_access._later
 _chunks = cell_access._chunks
 _live = cell_access._live
-_rows = api.dict_rows
 
 NODES = schema.COMPUTE_NODES
 SERVICES = schema.SERVICES
@@ -160,7 +159,7 @@ class NovaSource(cell_access.CellAccess):
         if not include_disabled:
             statement = statement.where(SERVICES.c.disabled == sa.false())
         return [self._tagged(cell, row) for cell, rows in self._each_cell(
-            lambda cell, connection: _rows(connection, statement))
+            lambda cell, connection: api.dict_rows(connection, statement))
             for row in rows]
 
     # -- instances -------------------------------------------------------
@@ -195,8 +194,9 @@ class NovaSource(cell_access.CellAccess):
         def read(cell, connection):
             rows = []
             for chunk in _chunks(hosts_of[cell.id]):
-                rows.extend(_rows(connection, sa.select(INSTANCES).where(
-                    _live(INSTANCES), INSTANCES.c.host.in_(chunk)).order_by(
+                rows.extend(api.dict_rows(connection, sa.select(
+                    INSTANCES).where(_live(INSTANCES),
+                                     INSTANCES.c.host.in_(chunk)).order_by(
                     INSTANCES.c.id)))
             return rows
         for cell, rows in self._each_cell(read, only=hosts_of.keys()):
@@ -250,7 +250,7 @@ class NovaSource(cell_access.CellAccess):
         statement = _changed_statement(table, binary, columns)
 
         def read(cell, connection):
-            return _rows(connection, statement,
+            return api.dict_rows(connection, statement,
                          {'since': self._since(cell, since)})
         return read
 

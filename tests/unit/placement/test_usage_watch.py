@@ -3,6 +3,7 @@
 reconciliation of what it reads: a usage removed without a generation
 bump is read again, even when it rose and fell between two reads."""
 
+import dataclasses
 import logging
 import threading
 
@@ -142,6 +143,7 @@ def _view(engine, providers):
     view.children = pc.ProviderTable([])
     view.forest = provider_trees.Forest(view.table, view.children)
     view._id_of = {p.uuid: rp_id for rp_id, p in providers.items()}
+    view._uuid_of = {rp_id: p.uuid for rp_id, p in providers.items()}
     return view
 
 
@@ -178,6 +180,26 @@ def test_a_rise_and_fall_between_two_reads_is_caught(engine):
     _delete(engine, 'x')
     watch.check()
     assert view._take_stale() == {1}
+
+
+def test_the_providers_listed_are_looked_up_among_roots_and_children():
+    """With ``only`` and the ids' uuids, the providers listed are looked
+    up (roots and children alike) and give what a walk through every
+    provider gives; an id the view does not hold is left out."""
+    roots = pc.ProviderTable([_provider('a', VCPU=1), _provider('b')])
+    child = dataclasses.replace(_provider('c', VCPU=2), parent_uuid='a',
+                                root_uuid='a')
+    forest = provider_trees.Forest(roots, pc.ProviderTable([child]))
+    id_of = {'a': 1, 'b': 2, 'c': 3}
+    uuid_of = {rp_id: uuid for uuid, rp_id in id_of.items()}
+    usages = {1: {'VCPU': 1}, 2: {'VCPU': 5}}    # b and c differ
+    only = {2, 3, 4}                              # 4: not in the view
+    assert usage_watch.stale_providers(forest, id_of, usages, only,
+                                       uuid_of) == {2, 3}
+    assert usage_watch.stale_providers(forest, id_of, usages, only) == {2, 3}
+    assert usage_watch.stale_providers(forest, id_of, usages) == {2, 3}
+    assert usage_watch.stale_providers(forest, id_of, usages, {1},
+                                       uuid_of) == set()
 
 
 def test_the_read_log_lists_the_providers_read_since_a_count():
