@@ -311,6 +311,12 @@ def _raw_weights(weigher: BaseHostWeigher, table: 'HostTable', rows: _Rows,
         key = weigher.memo_key(weight_properties)
     if key is not None:
         weigh = per_host_method(weigher)
+        if len(rows) == 1:
+            # One host (a request's later instance re-weighs the host the
+            # previous one took): weighing it costs less than the memo's
+            # bookkeeping, and the memo would weigh it again anyway.
+            return np.array([weigh(table.states[int(rows[0])],
+                                   weight_properties)], dtype=np.float64)
         return table.memo(
             weigher, ('raw', key),
             lambda state: weigh(state, weight_properties),

@@ -88,6 +88,30 @@ class _CountingRam(_CountsHosts, ram.RAMWeigher):
     own ``weigh_object`` is not covered by that declaration."""
 
 
+class _CountingMemo(_Counting):
+    """A plug-in whose raw weights the table's memo keeps."""
+
+    def memo_key(self, weight_properties):
+        return ()
+
+
+def test_one_host_is_weighed_directly_several_through_the_memo():
+    """A request's later instance re-weighs the one host the previous
+    instance took: that host is weighed directly (the memo's bookkeeping
+    costs more), with the value the memo would give."""
+    weigher = _CountingMemo()
+    table = host_table.HostTable(_hosts())
+    spec = fakes.fake_spec()
+    every = weights._raw_weights(weigher, table, table.all_rows, spec)
+    assert every.tolist() == [512.0, 2048.0, 1024.0]
+    assert weigher.weighed == 3
+    weights._raw_weights(weigher, table, table.all_rows, spec)
+    assert weigher.weighed == 3                  # from the memo
+    one = weights._raw_weights(weigher, table, np.array([1]), spec)
+    assert one.tolist() == [2048.0] and one.dtype == np.float64
+    assert weigher.weighed == 4                  # weighed directly
+
+
 def _weighed_rows(weigher):
     table = host_table.HostTable(_hosts())
     rows, _weights = weights.HostWeightHandler().get_weighed_rows(
