@@ -265,8 +265,8 @@ def _claim_in(connection, compute_node_id, instance_uuid, amounts, ratios,
                  now, new_instance=instance_uuid):
         return True
     found = api.dict_rows(connection,
-                        statements_for(nodes_table())['claim_of'],
-                        {'instance_uuid': instance_uuid})
+                          statements_for(nodes_table())['claim_of'],
+                          {'instance_uuid': instance_uuid})
     if not found:
         return False
     old = found[0]

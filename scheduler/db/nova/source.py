@@ -251,7 +251,7 @@ class NovaSource(cell_access.CellAccess):
 
         def read(cell, connection):
             return api.dict_rows(connection, statement,
-                         {'since': self._since(cell, since)})
+                                 {'since': self._since(cell, since)})
         return read
 
     def get_changes_since(self, context, since, binary='nova-compute'):
