@@ -202,25 +202,24 @@ def _watch(ref: Callable[[], UsageWatch | None], stop: threading.Event,
 
 
 def stale_providers(forest: Forest, id_of: Mapping[str, int],
-                    usages: Usages, only: Collection[int] | None = None,
-                    uuid_of: Mapping[int, str] | None = None) -> set[int]:
-    """The providers (``resource_providers.id``, by uuid in ``id_of``)
-    of ``forest``, or those of them in ``only``, whose usage differs from
-    ``usages``, as ``UsageWatch`` reads them: ``{id: {resource class:
-    used}}``, a provider without an allocation absent, a class not in
-    use left out.  With ``uuid_of`` (``id_of`` reversed) the providers
-    of ``only`` are looked up, not searched for among all."""
-    if only is not None and uuid_of is not None:
+                    uuid_of: Mapping[int, str], usages: Usages,
+                    only: Collection[int] | None = None) -> set[int]:
+    """The providers (``resource_providers.id``; ``id_of`` maps uuids to
+    ids, ``uuid_of`` ids to uuids) of ``forest``, or those of them in
+    ``only`` (looked up, not searched for among all), whose usage
+    differs from ``usages``, as ``UsageWatch`` reads them: ``{id:
+    {resource class: used}}``, a provider without an allocation absent,
+    a class not in use left out."""
+    if only is None:
+        pairs = [(id_of[provider.uuid], provider)
+                 for table in (forest.roots, forest.children)
+                 for provider in list(table.providers)
+                 if provider.uuid in id_of]
+    else:
         indices = ((row_id, forest.index_of(uuid_of.get(row_id)))
                    for row_id in only)
         pairs = [(row_id, forest.provider(index))
                  for row_id, index in indices if index >= 0]
-    else:
-        pairs = [(id_of[provider.uuid], provider)
-                 for table in (forest.roots, forest.children)
-                 for provider in list(table.providers)
-                 if provider.uuid in id_of and (
-                     only is None or id_of[provider.uuid] in only)]
     return {row_id for row_id, provider in pairs
             if usages.get(row_id, {}) != {
                 rc: amount for rc, amount in provider.usages.items()

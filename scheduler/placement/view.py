@@ -255,8 +255,8 @@ class PlacementView:
         never less (one it consumes is to be read again anyway)."""
         if self.forest is None:
             return
-        stale = usage_watch.stale_providers(self.forest, self._id_of, usages,
-                                            only, self._uuid_of)
+        stale = usage_watch.stale_providers(self.forest, self._id_of,
+                                            self._uuid_of, usages, only)
         if stale:
             LOG.debug('Usage changed outside a generation bump on %d '
                       'resource provider(s)', len(stale))

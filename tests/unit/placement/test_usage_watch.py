@@ -183,9 +183,9 @@ def test_a_rise_and_fall_between_two_reads_is_caught(engine):
 
 
 def test_the_providers_listed_are_looked_up_among_roots_and_children():
-    """With ``only`` and the ids' uuids, the providers listed are looked
-    up (roots and children alike) and give what a walk through every
-    provider gives; an id the view does not hold is left out."""
+    """The providers of ``only`` are looked up (roots and children
+    alike) and give what the walk through every provider gives; an id
+    the view does not hold is left out."""
     roots = pc.ProviderTable([_provider('a', VCPU=1), _provider('b')])
     child = dataclasses.replace(_provider('c', VCPU=2), parent_uuid='a',
                                 root_uuid='a')
@@ -194,12 +194,12 @@ def test_the_providers_listed_are_looked_up_among_roots_and_children():
     uuid_of = {rp_id: uuid for uuid, rp_id in id_of.items()}
     usages = {1: {'VCPU': 1}, 2: {'VCPU': 5}}    # b and c differ
     only = {2, 3, 4}                              # 4: not in the view
-    assert usage_watch.stale_providers(forest, id_of, usages, only,
-                                       uuid_of) == {2, 3}
-    assert usage_watch.stale_providers(forest, id_of, usages, only) == {2, 3}
-    assert usage_watch.stale_providers(forest, id_of, usages) == {2, 3}
-    assert usage_watch.stale_providers(forest, id_of, usages, {1},
-                                       uuid_of) == set()
+    assert usage_watch.stale_providers(forest, id_of, uuid_of, usages,
+                                       only) == {2, 3}
+    assert usage_watch.stale_providers(forest, id_of, uuid_of,
+                                       usages) == {2, 3}
+    assert usage_watch.stale_providers(forest, id_of, uuid_of, usages,
+                                       {1}) == set()
 
 
 def test_the_read_log_lists_the_providers_read_since_a_count():
