@@ -6,9 +6,10 @@ own (``module_placement``: the fleet's providers stay in it).
 The command runs as its own process, as from a shell, on the
 ``scheduler_tools`` this test imported; Nova 34's venv comes from
 ``tools/test-setup.sh`` (``nova_venv``).  The JSON rows must hold every
-contestant's phases with decisions, no overcommit, the Placement
-claims matching the instances placed, the agreement of both schedulers,
-and the ratios; the plot must be written.
+contestant's phases with decisions, each after settle calls all
+answered NoValidHost, no overcommit, the Placement claims matching the
+instances placed, the agreement of both schedulers, and the ratios; the
+plot must be written.
 """
 
 import os
@@ -20,6 +21,7 @@ from nova_venv import nova_venv
 
 import scheduler_tools
 from scheduler_tools.bench import report
+from scheduler_tools.bench import versus_nova
 
 SOURCE = os.path.dirname(os.path.dirname(scheduler_tools.__file__))
 RUN_TIMEOUT = 600
@@ -57,6 +59,9 @@ def test_versus_nova_at_20_hosts(tmp_path, rabbit_url, postgresql_url,
         assert row['decisions_per_s'] > 0 and row['p50_ms'] <= row['p99_ms']
         assert row['placed'] >= row['decisions'] - row['no_valid_host']
         assert row['overcommitted'] == [] and row['verified'], row
+        # Before it, every settle call was answered NoValidHost.
+        assert row['settle_no_valid_host'] == versus_nova.SETTLE_CALLS, row
+        assert row['settle_errors'] == 0, row
         if row['contestant'] == 'ours-sql':
             assert row['allocations_held'] is None
         else:

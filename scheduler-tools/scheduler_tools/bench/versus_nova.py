@@ -16,7 +16,8 @@ value and ``--callers`` value, each ``--time-budget`` seconds long (or
 ``--requests`` calls), the calls in flight then getting up to
 ``--call-timeout`` more seconds (a contestant that left calls
 unanswered or failed is restarted); each phase starts from the seeded state
-(``reset``) and ends with the capacity checks (``versus_nova_report``).
+(``reset``), after untimed calls that no host can take (``settle``), and
+ends with the capacity checks (``versus_nova_report``).
 While it runs, the benchmark plays nova-compute (``Tracker``).  With
 this service in Placement mode still up, the agreement phase sends
 ``AGREE_REQUESTS`` requests per instances value to Nova's
@@ -51,6 +52,12 @@ SMOKE = {'hosts': [20], 'callers': [1, 2], 'instances': [1, 10],
 # Flavors of the requests, in turn: (vCPUs, MiB, GiB).
 FLAVORS = [[1, 512, 1], [2, 2048, 20], [4, 8192, 40]]
 WARMUP_CALLS = 4
+# Before each timed phase, this many untimed calls from two callers for
+# a flavor no host has room for (vCPUs, MiB, GiB): each worker of the
+# contestant reads what the reset changed then, not in the phase's first
+# calls, and nothing is claimed.
+SETTLE_CALLS = 8
+SETTLE_FLAVOR = [1_000_000, 1_000_000_000, 1_000_000_000]
 AGREE_REQUESTS = 10
 # Seconds after which the agreement phase starts no new request (at
 # least one is decided): the phase's time budget, at least this.
@@ -154,11 +161,33 @@ class Size:
         self.picks.extend(picks)
         self.tracker.placed(picks)
 
-    def _run(self, caller, callers, instances, duration, calls, grace):
+    def _run(self, caller, callers, instances, duration, calls, grace,
+             flavors=FLAVORS):
         return caller.request(
             'run', duration + grace + CALLER_SLACK_S, callers=callers,
             instances=instances, duration=duration, max_calls=calls,
-            grace=grace, flavors=FLAVORS)
+            grace=grace, flavors=flavors)
+
+    def settle(self, caller):
+        """``SETTLE_CALLS`` untimed calls for ``SETTLE_FLAVOR`` from two
+        callers, after a reset: every provider and compute node the
+        previous phase used changed, and a contestant reads them on its
+        next call (this service's workers each refresh their view,
+        nova-scheduler its host states), which a running cloud never
+        asks of it at once.  Returns ``{'settle_no_valid_host',
+        'settle_errors'}`` (calls answered NoValidHost; calls failed or
+        unanswered) for the phase's row.
+
+        :raises BenchError: a settle call placed an instance.
+        """
+        tally = self._run(caller, 2, 1, self.settings.server_timeout,
+                          SETTLE_CALLS, self.settings.call_timeout,
+                          flavors=[SETTLE_FLAVOR])
+        if tally['placed']:
+            raise BenchError('a settle call placed %d instance(s) of %s'
+                             % (tally['placed'], SETTLE_FLAVOR))
+        return {'settle_no_valid_host': tally['novalidhost'],
+                'settle_errors': tally['errors'] + tally['unfinished']}
 
     def reset(self, consumers, name):
         """Back to the seeded state (see ``versus_nova_fleet``)."""
@@ -200,6 +229,7 @@ class Size:
             self.reset(warm['consumers'], name)
             for instances in settings.instances:
                 for callers in settings.callers:
+                    settled = self.settle(caller)
                     tally = self._run(
                         caller, callers, instances, settings.time_budget_s,
                         settings.requests_for(instances),
@@ -208,6 +238,7 @@ class Size:
                                             instances, tally,
                                             self.checks(name, tally))
                     row['call_timeout_s'] = settings.call_timeout
+                    row.update(settled)
                     self.emit(row)
                     if tally['unfinished'] or tally['errors']:
                         # Calls in flight, or queued after the caller
