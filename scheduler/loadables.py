@@ -110,6 +110,16 @@ def fast_form_applies(obj, fast, reference):
     return _fast_form_applies(type(obj), fast, tuple(reference))
 
 
+def declares(obj, flag, reference):
+    """Whether ``obj`` sets the class attribute ``flag`` true (False
+    when it has none) in the class defining its ``reference`` methods or
+    in a subclass of it: a plug-in that overrides one of them does not
+    inherit a promise made about the parent's (``HOST_LOCAL`` of a
+    weigher, ``uses_host_ratio`` of a filter)."""
+    return bool(getattr(obj, flag, False)) and fast_form_applies(
+        obj, flag, reference)
+
+
 @functools.lru_cache(maxsize=None)
 def _fast_form_applies(cls, fast, reference):
     fast_class = _defining_class(cls, fast)

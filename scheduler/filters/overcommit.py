@@ -80,10 +80,11 @@ def allocation_ratio_rows(host_filter: typing.Any, table: 'HostTable',
     by the class that defines the hook."""
     hook = '_get_' + ratio_name
     ratio_of = getattr(host_filter, hook)
-    if _declared_with(host_filter, 'uses_host_ratio', hook):
+    if loadables.declares(host_filter, 'uses_host_ratio', (hook,)):
         return typing.cast('npt.NDArray[np.float64]',
                            table.columns[ratio_name][rows])
-    if _declared_with(host_filter, 'ratio_ignores_request', hook):
+    if loadables.declares(host_filter, 'ratio_ignores_request',
+                          (hook,)):
         return typing.cast('npt.NDArray[np.float64]', table.memo(
             host_filter, 'ratio', lambda state: ratio_of(state, spec_obj),
             rows, dtype=float))
@@ -113,11 +114,6 @@ def as_mask(result: typing.Any, single: bool) -> npt.NDArray[np.bool_]:
     if single:
         return np.array([bool(result)])
     return typing.cast('npt.NDArray[np.bool_]', result)
-
-
-def _declared_with(obj: object, flag: str, method: str) -> bool:
-    return bool(getattr(obj, flag, False)) and loadables.fast_form_applies(
-        obj, flag, (method,))
 
 
 class OvercommitFilter(filters.BaseHostFilter):

@@ -277,7 +277,7 @@ def host_local(weigher: BaseHostWeigher) -> bool:
     """Whether ``weigher`` is ``HOST_LOCAL``, as declared by the class
     defining how it weighs or a subclass of it (a plug-in overriding
     ``weigh_object`` of a built-in weigher is not assumed local)."""
-    return _declares(weigher, 'HOST_LOCAL')
+    return loadables.declares(weigher, 'HOST_LOCAL', _LOCAL_REFERENCE)
 
 
 def never_raises(weigher: BaseHostWeigher) -> bool:
@@ -286,14 +286,7 @@ def never_raises(weigher: BaseHostWeigher) -> bool:
     ``weigh_object`` of a built-in weigher is assumed to raise).  A
     weighing leaves out such a weigher when its multiplier is 0.0 on
     every host: it could only add 0.0 to each total."""
-    return _declares(weigher, 'NEVER_RAISES')
-
-
-def _declares(weigher: BaseHostWeigher, flag: str) -> bool:
-    """Whether ``weigher`` sets class attribute ``flag`` true, from the
-    class defining how it weighs or a subclass of it."""
-    return bool(getattr(weigher, flag)) and loadables.fast_form_applies(
-        weigher, flag, _LOCAL_REFERENCE)
+    return loadables.declares(weigher, 'NEVER_RAISES', _LOCAL_REFERENCE)
 
 
 def _raw_weights(weigher: BaseHostWeigher, table: 'HostTable', rows: _Rows,

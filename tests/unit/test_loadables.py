@@ -232,3 +232,35 @@ def test_load_filters_names_every_missing_filter():
 def test_load_weighers_with_a_nova_path():
     loaded = weights.load_weighers(['nova.scheduler.weights.ram.RAMWeigher'])
     assert [type(w) for w in loaded] == [ram_weigher.RAMWeigher]
+
+
+# -- declares ---------------------------------------------------------------
+
+class Weighs:
+    LOCAL = True
+
+    def weigh(self):
+        return 1.0
+
+
+class WeighsOtherwise(Weighs):
+    """Overrides how it weighs, and so does not inherit LOCAL's promise."""
+
+    def weigh(self):
+        return 2.0
+
+
+class WeighsOtherwiseLocally(WeighsOtherwise):
+    LOCAL = True
+
+
+class WeighsAlike(Weighs):
+    """Inherits both the method and the promise about it."""
+
+
+def test_declares_holds_for_the_class_defining_the_reference_or_below():
+    assert loadables.declares(Weighs(), 'LOCAL', ('weigh',))
+    assert loadables.declares(WeighsAlike(), 'LOCAL', ('weigh',))
+    assert loadables.declares(WeighsOtherwiseLocally(), 'LOCAL', ('weigh',))
+    assert not loadables.declares(WeighsOtherwise(), 'LOCAL', ('weigh',))
+    assert not loadables.declares(Weighs(), 'MISSING', ('weigh',))
