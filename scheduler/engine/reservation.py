@@ -100,18 +100,30 @@ class SqlReservation:
         server database (``claims.decision_transaction``), which
         ``claim`` joins; a lost race rolls it all back and leaves as
         LostRace.  Yields whether there is one (on SQLite each claim
-        commits on its own)."""
+        commits on its own).
+
+        The claims of every request of the decision (a batch decides
+        several) are written together when it ends, sorted by node
+        (``claims.claim_many_in``): every decision locks node rows in
+        one order, so two workers' batches that chose the same nodes in
+        different orders wait for each other instead of deadlocking
+        (which the database breaks only after its deadlock timeout: one
+        second on PostgreSQL, then a lost race)."""
         transaction = (claims.decision_transaction(context) if claiming
                        else contextlib.nullcontext())
         try:
             with transaction as connection:
                 self._local.connection = connection
+                self._local.wanted = []
                 try:
                     yield connection is not None
+                    if self._local.wanted:
+                        claims.claim_many_in(connection, self._local.wanted)
                     # Past its deadline, a decision commits nothing.
                     deadline.check()
                 finally:
                     self._local.connection = None
+                    self._local.wanted = []
         except claims.RACE_ERRORS as exc:
             metrics.lost_race()
             raise LostRace() from exc
@@ -119,8 +131,8 @@ class SqlReservation:
     def claim(self, context: Any, spec_obj: Any,
               selected: Sequence[HostState],
               instance_uuids: Sequence[str]) -> None:
-        """All or none: in the open decision's transaction
-        (``claims.claim_many_in``), or in a transaction of their own
+        """All or none: in the open decision's transaction, written
+        when it ends (``decision``), or in a transaction of their own
         (``claims.claim_many``)."""
         # The states of the view were read from compute_nodes rows: each
         # has its row's id (``compute_id``).
@@ -132,7 +144,7 @@ class SqlReservation:
         connection = getattr(self._local, 'connection', None)
         try:
             if connection is not None:
-                claims.claim_many_in(connection, wanted)
+                self._local.wanted.extend(wanted)
             elif not claims.claim_many(context, wanted):
                 raise claims.NoRoom()
         except claims.RACE_ERRORS as exc:
