@@ -75,6 +75,7 @@ from scheduler.engine import reservation
 from scheduler.objects import base as objects_base
 from scheduler.observability import notifications
 from scheduler.placement import refusals
+from scheduler.resources import capacity
 
 if TYPE_CHECKING:
     from scheduler.engine.pipeline import Ranking
@@ -337,19 +338,23 @@ class FilterScheduler(base.Scheduler):
         needed = max(max_hosts, CONF.filter_scheduler.host_subset_size) + num
         realternate = return_alternates and num > 1
         first_uuid = spec_obj.obj_get('instance_uuid')
-        for index in range(num):
-            # Which instance the filters see (Nova sets it per instance:
-            # the anti-affinity filter lets an instance's own host pass).
-            _set_instance_uuid(spec_obj, uuids[index])
-            final = index == num - 1 and not realternate
-            # Claiming one by one walks the whole ranked list if need be.
-            limited = final and not claim_each
-            ranking.rank(index, limit=needed if limited else None)
-            if claim_each:
-                decision.claim_best(ranking, index)
-            if not len(ranking):
-                break
-            decision.consume(ranking.first(), index)
+        # The loop asks for the instance's amounts several times.
+        with capacity.fixed_amounts(spec_obj):
+            for index in range(num):
+                # Which instance the filters see (Nova sets it per
+                # instance: the anti-affinity filter lets an instance's own
+                # host pass).
+                _set_instance_uuid(spec_obj, uuids[index])
+                final = index == num - 1 and not realternate
+                # Claiming one by one walks the whole ranked list if need
+                # be.
+                limited = final and not claim_each
+                ranking.rank(index, limit=needed if limited else None)
+                if claim_each:
+                    decision.claim_best(ranking, index)
+                if not len(ranking):
+                    break
+                decision.consume(ranking.first(), index)
         if len(decision.selected) < num:
             refusals.log_refusal(ranking, self.candidates, spec_obj)
             _set_instance_uuid(spec_obj, first_uuid)

@@ -42,6 +42,7 @@ from typing import Any
 from oslo_log import log as logging
 
 from scheduler.engine import candidates
+from scheduler.resources import capacity
 from scheduler.view.host_state import HostState
 
 LOG = logging.getLogger(__name__)
@@ -87,8 +88,9 @@ class Decision:
         (nothing kept).  ``atomic``: in the decision's transaction (see
         ``committed``)."""
         taken = self.uuids[:len(self.selected)]
-        self.reservation.claim(self.context, self.spec_obj, self.selected,
-                               taken)
+        with capacity.fixed_amounts(self.spec_obj):
+            self.reservation.claim(self.context, self.spec_obj,
+                                   self.selected, taken)
         if atomic:
             self._pending = taken
         else:

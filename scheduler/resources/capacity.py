@@ -16,11 +16,17 @@ take scalars or NumPy arrays alike.
 ``claim_amounts`` says what a scheduler claims for one instance, and
 ``CLAIMED`` names the HostState attributes (and HostTable columns) the
 claims count, so the check of a candidate before ranking
-(``claim_fits``) is the check the database claim makes.
+(``claim_fits``) is the check the database claim makes.  A decision
+placing a request's instances asks for the same amounts several times
+per instance (its filter, its consumption, its claim); within
+``fixed_amounts`` they are read from the request once.
 """
 
+import contextlib
+import threading
 import typing
 from collections.abc import Callable
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -87,7 +93,36 @@ def claim_amounts(spec_obj: typing.Any) -> Amounts:
     """The ``Amounts`` a claim takes for one instance of ``spec_obj``: the
     flavor's vCPUs and RAM, and its root plus ephemeral disk (swap is not
     local disk a claim counts; a boot-from-volume request's root disk is
-    not local: ``RequestSpec.local_root_gb``)."""
+    not local: ``RequestSpec.local_root_gb``).  Read once per
+    ``fixed_amounts`` of ``spec_obj`` on this thread."""
+    fixed = getattr(_fixed, 'entry', None)
+    if fixed is None or fixed[0] is not spec_obj:
+        return _read_amounts(spec_obj)
+    if fixed[1] is None:
+        fixed[1] = _read_amounts(spec_obj)
+    return typing.cast(Amounts, fixed[1])
+
+
+# This thread's ``[request spec, its Amounts or None before the first
+# read]`` of the innermost ``fixed_amounts``.
+_fixed = threading.local()
+
+
+@contextlib.contextmanager
+def fixed_amounts(spec_obj: typing.Any) -> Iterator[None]:
+    """Within: ``claim_amounts(spec_obj)`` on this thread reads the
+    request once.  For a decision's steps, during which nothing changes
+    the request's flavor or volumes; other requests are read as ever."""
+    outer = getattr(_fixed, 'entry', None)
+    _fixed.entry = [spec_obj, None]
+    try:
+        yield
+    finally:
+        _fixed.entry = outer
+
+
+def _read_amounts(spec_obj: typing.Any) -> Amounts:
+    """``claim_amounts`` read from the request."""
     flavor = spec_obj.flavor
     return Amounts(flavor.vcpus, flavor.memory_mb,
                    spec_obj.local_root_gb + flavor.ephemeral_gb)
