@@ -39,14 +39,16 @@ def reset_engine(connection=None):
     at the database URL ``connection``.
 
     The current engine's pool is disposed of and a brand-new enginefacade
-    factory is patched into ``api.context_manager``, so references to it
-    held elsewhere see the change.  The other engine options still come from
+    factory, with the DB API's engine hooks (``api.ENGINE_HOOKS``), is
+    patched into ``api.context_manager``, so references to it held
+    elsewhere see the change.  The other engine options still come from
     ``CONF.database``.  Without ``connection``, the module is back in its
     initial state: unconfigured, to be set up by ``api.configure`` or
     from ``CONF`` on first use.
     """
     fresh = enginefacade.transaction_context()
-    fresh.append_on_engine_create(api._pool_sqlite_connections)
+    for hook in api.ENGINE_HOOKS:
+        fresh.append_on_engine_create(hook)
     if connection is not None:
         fresh.configure(connection=connection, **api._FACADE_SETTINGS)
     with api._CONFIGURE_LOCK:

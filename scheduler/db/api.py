@@ -137,8 +137,38 @@ def _write_ahead_log(dbapi_connection, connection_record):
         cursor.close()
 
 
-context_manager.append_on_engine_create(_pool_sqlite_connections)
-context_manager.append_on_engine_create(timeouts.install)
+def _read_committed_on_mysql(engine):
+    """enginefacade ``on_engine_create`` hook: a MySQL/MariaDB engine's
+    connections read committed data (``READ COMMITTED``, PostgreSQL's
+    default), not InnoDB's ``REPEATABLE READ``.  Under the latter the
+    claim's "no claim yet" check (``claim_sql``: an UPDATE whose
+    subquery reads ``scheduler_claims``) locks the index gap where the
+    instance's claim would go, and two decisions inserting their claims
+    into one gap deadlock whatever the order of their nodes.  Writes
+    then need row-based binary logging where a binary log is kept
+    (``binlog_format`` ROW or MIXED, MariaDB's default; Galera needs
+    ROW anyway)."""
+    if engine.dialect.name == 'mysql':
+        sa.event.listen(engine, 'connect', _set_read_committed)
+        engine.dispose()
+
+
+def _set_read_committed(dbapi_connection, connection_record):
+    """``connect`` listener of ``_read_committed_on_mysql``."""
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute(
+            'SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED')
+    finally:
+        cursor.close()
+
+
+# The enginefacade ``on_engine_create`` hooks of the DB API's engine
+# (and of any factory put in its place: ``scheduler_tools.writers``).
+ENGINE_HOOKS = (_pool_sqlite_connections, _read_committed_on_mysql,
+                timeouts.install)
+for _hook in ENGINE_HOOKS:
+    context_manager.append_on_engine_create(_hook)
 
 
 def get_engine():

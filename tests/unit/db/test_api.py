@@ -573,6 +573,23 @@ def test_threads_share_the_database(ctx):
     assert found['report_count'] == 20
 
 
+def test_a_server_transaction_reads_rows_committed_after_it_began(ctx):
+    """READ COMMITTED on PostgreSQL (its default) and on MySQL/MariaDB
+    (set on each connection; InnoDB's REPEATABLE READ would keep the
+    first read's snapshot, and lock index gaps that two decisions'
+    claims then deadlock on: ``test_decision_transaction``)."""
+    engine = api.get_engine()
+    if engine.dialect.name == 'sqlite':
+        pytest.skip('SQLite: a transaction reads one snapshot')
+    _create_nodes(ctx, 1)
+    count = sa.select(sa.func.count()).select_from(api.COMPUTE_NODES)
+    with engine.connect() as reader:
+        assert reader.execute(count).scalar() == 1
+        writers.compute_node_create(ctx, _node_values('host-late'))
+        assert reader.execute(count).scalar() == 2
+        assert reader.in_transaction()
+
+
 def _conf_with_connection(connection):
     conf = cfg.ConfigOpts()
     db_options.set_defaults(conf, connection=connection)
