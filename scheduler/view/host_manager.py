@@ -13,6 +13,7 @@ RPC server runs requests and casts on a pool of threads.
 
 from __future__ import annotations
 
+import collections
 import threading
 from collections.abc import Iterable
 from typing import Any
@@ -193,15 +194,22 @@ class HostManager:
             self.table.sync(synced, part='usage')
 
     def keep_consumption(self, states: Iterable[HostState]) -> None:
-        """Mark the consumption of ``states`` as newer than the claims just
-        written on their nodes, so that the next refresh keeps it instead
-        of taking our own claim write for the node's usage report (the
-        claim of a request is written after its instances consumed)."""
+        """Mark the consumption of ``states`` (one per instance claimed)
+        as newer than the claims just written on their nodes, so that the
+        next refresh keeps it instead of taking our own claim write for
+        the node's usage report (the claim of a request is written after
+        its instances consumed), and count the generation those claims
+        gave each row (``HostState.own_generation``): a row with a later
+        one holds other writes too, and is copied."""
         now = timeutils.utcnow()
         with self.lock:
             states = list(states)
-            for state in states:
+            claims = collections.Counter(map(id, states))
+            for state in {id(state): state for state in states}.values():
                 state.updated = now
+                base = (state.generation if state.own_generation is None
+                        else state.own_generation)
+                state.own_generation = base + claims[id(state)]
             # The instances their request added stay (see ``consume``).
             ids = {id(state) for state in states}
             self._placed = [(state, uuid) for state, uuid in self._placed

@@ -100,7 +100,7 @@ class HostState:
         'hypervisor_type', 'hypervisor_version', 'hypervisor_hostname',
         'cpu_info', 'supported_instances', 'metrics', 'cpu_allocation_ratio',
         'ram_allocation_ratio', 'disk_allocation_ratio', 'limits',
-        'aggregates', 'instances', 'service', 'updated',
+        'aggregates', 'instances', 'service', 'updated', 'own_generation',
         'allocation_candidates', '__dict__')
 
     # Whether one instance takes the whole node (a bare-metal node,
@@ -149,6 +149,10 @@ class HostState:
         self.instances: dict[str, typing.Any] = {}
         self.service: dict[str, typing.Any] | None = None
         self.updated: datetime.datetime | None = None
+        # The generation the node's row has when only this view's claims
+        # wrote it since it was copied (``HostManager.keep_consumption``);
+        # None when the consumption was not kept after a claim.
+        self.own_generation: int | None = None
         # Placement mode, a request asking NUMA or PCI: the compute
         # node's allocation candidates (allocation request dicts, in
         # Placement's order), which NUMATopologyFilter and
@@ -188,12 +192,26 @@ class HostState:
         # A row never updated since its creation counts from created_at.
         updated_at = compute.get('updated_at') or compute.get('created_at')
         stamp = timeutils.normalize_time(updated_at) if updated_at else None
-        if self.updated and stamp and self.updated > stamp:
+        generation = compute.get('generation') or 0
+        if (self.updated and stamp and self.updated > stamp and
+                not self._written_by_others(generation)):
             # A local consumption is newer than the row: keep it.
             return
         self._copy_resources(compute)
-        self.generation = compute.get('generation') or 0
+        self.generation = generation
+        self.own_generation = None
         self.updated = self._no_later_than_now(stamp)
+
+    def _written_by_others(self, generation: int) -> bool:
+        """Whether a row of ``generation`` holds writes besides this
+        view's own claims since it was copied: another scheduler's claim
+        or a release, whatever the row's stamp says (one written after
+        this view's consumption can read as older: MySQL/MariaDB keep
+        whole seconds, and a claim may come between this view's read and
+        its own).  Each claim of an instance bumps the generation once
+        (``scheduler.db.claims``)."""
+        return (self.own_generation is not None and
+                generation > self.own_generation)
 
     def _no_later_than_now(self, stamp: datetime.datetime | None
                            ) -> datetime.datetime | None:
