@@ -347,6 +347,15 @@ def db_url(request, fresh_database):
     return fresh_database(admin_url)
 
 
+@pytest.fixture(params=["sqlite", "postgresql", "mysql"])
+def any_db_url(request, tmp_path):
+    """Fresh, empty database URL; the test runs on a SQLite file and once
+    per server backend."""
+    if request.param == "sqlite":
+        return "sqlite:///%s" % (tmp_path / "test.sqlite")
+    return request.getfixturevalue(request.param + "_db_url")
+
+
 # ---------------------------------------------------------------------------
 # Configuration and objects, for every test
 # ---------------------------------------------------------------------------

@@ -23,17 +23,13 @@ from scheduler_tools import seed
 from scheduler_tools import writers
 
 
-@pytest.fixture(params=['sqlite', 'postgresql', 'mysql'])
-def ctx(request, tmp_path, conf):
+@pytest.fixture
+def ctx(any_db_url, conf):
     conf.set_override('enabled_filters', ['RamFilter', 'ComputeFilter'],
                       group='filter_scheduler')
     conf.set_override('weight_classes', ['RAMWeigher'],
                       group='filter_scheduler')
-    if request.param == 'sqlite':
-        url = 'sqlite:///%s' % (tmp_path / 'decision.sqlite')
-    else:
-        url = request.getfixturevalue(request.param + '_db_url')
-    yield seed.use_database(url)
+    yield seed.use_database(any_db_url)
     writers.reset_engine()
 
 

@@ -84,17 +84,13 @@ def _run_the_clock():
     _STOPPED['clock'] = False
 
 
-@pytest.fixture(params=['sqlite', 'postgresql', 'mysql'])
-def ctx(request, tmp_path, conf):
+@pytest.fixture
+def ctx(any_db_url, conf):
     conf.set_override('enabled_filters', ['RamFilter', 'ComputeFilter'],
                       group='filter_scheduler')
     conf.set_override('weight_classes', ['RAMWeigher'],
                       group='filter_scheduler')
-    if request.param == 'sqlite':
-        url = 'sqlite:///%s' % (tmp_path / 'own.sqlite')
-    else:
-        url = request.getfixturevalue(request.param + '_db_url')
-    context = seed.use_database(url)
+    context = seed.use_database(any_db_url)
     timeutils.set_time_override(NOON)
     _STOPPED['clock'] = True
     yield context
