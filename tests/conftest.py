@@ -356,6 +356,23 @@ def any_db_url(request, tmp_path):
     return request.getfixturevalue(request.param + "_db_url")
 
 
+@pytest.fixture
+def ram_scheduler_ctx(any_db_url, conf):
+    """An admin context on a fresh database of each backend
+    (``any_db_url``), synced to head, with a filter scheduler that only
+    filters and weighs by RAM (RamFilter, ComputeFilter, RAMWeigher)."""
+    # Imported here: they bring oslo.messaging, which the threading
+    # backend below must precede.
+    from scheduler_tools import seed
+    from scheduler_tools import writers
+    conf.set_override("enabled_filters", ["RamFilter", "ComputeFilter"],
+                      group="filter_scheduler")
+    conf.set_override("weight_classes", ["RAMWeigher"],
+                      group="filter_scheduler")
+    yield seed.use_database(any_db_url)
+    writers.reset_engine()
+
+
 # ---------------------------------------------------------------------------
 # Configuration and objects, for every test
 # ---------------------------------------------------------------------------

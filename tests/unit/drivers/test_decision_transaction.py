@@ -20,17 +20,11 @@ from scheduler.db import claims
 from scheduler.drivers import filter_scheduler
 from scheduler.engine import reservation
 from scheduler_tools import seed
-from scheduler_tools import writers
 
 
 @pytest.fixture
-def ctx(any_db_url, conf):
-    conf.set_override('enabled_filters', ['RamFilter', 'ComputeFilter'],
-                      group='filter_scheduler')
-    conf.set_override('weight_classes', ['RAMWeigher'],
-                      group='filter_scheduler')
-    yield seed.use_database(any_db_url)
-    writers.reset_engine()
+def ctx(ram_scheduler_ctx):
+    return ram_scheduler_ctx
 
 
 def _hosts(ctx, *memory):

@@ -26,7 +26,6 @@ from scheduler.db import claims
 from scheduler.drivers import filter_scheduler
 from scheduler.view.host_state import HostState
 from scheduler_tools import seed
-from scheduler_tools import writers
 
 NOON = datetime.datetime(2026, 1, 1, 12, 0, 0, 500000)
 
@@ -70,38 +69,36 @@ def test_without_a_kept_claim_an_older_row_is_not_copied():
     assert state.memory_mb_used == 0
 
 
-# Whether the tests' clock is stopped (``ctx``) and moved by ``_advance``.
-_STOPPED = {'clock': False}
+class _Clock:
+    """``timeutils.utcnow`` stopped at NOON, moved by ``advance``."""
 
+    def __init__(self):
+        self.now = NOON
 
-def _advance():
-    if _STOPPED['clock']:
-        timeutils.advance_time_delta(datetime.timedelta(milliseconds=100))
+    def __call__(self, with_timezone=False):
+        if with_timezone:
+            return self.now.replace(tzinfo=datetime.timezone.utc)
+        return self.now
 
-
-def _run_the_clock():
-    timeutils.clear_time_override()
-    _STOPPED['clock'] = False
+    def advance(self):
+        self.now += datetime.timedelta(milliseconds=100)
 
 
 @pytest.fixture
-def ctx(any_db_url, conf):
-    conf.set_override('enabled_filters', ['RamFilter', 'ComputeFilter'],
-                      group='filter_scheduler')
-    conf.set_override('weight_classes', ['RAMWeigher'],
-                      group='filter_scheduler')
-    context = seed.use_database(any_db_url)
-    timeutils.set_time_override(NOON)
-    _STOPPED['clock'] = True
-    yield context
-    _run_the_clock()
-    writers.reset_engine()
+def ctx(ram_scheduler_ctx):
+    return ram_scheduler_ctx
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    stopped = _Clock()
+    monkeypatch.setattr(timeutils, 'utcnow', stopped)
+    return stopped
 
 
 def _other_scheduler_claims(ctx, memory_mb):
     (node,) = db.compute_node_get_all(ctx)
     assert claims.claim(ctx, node['id'], str(uuid.uuid4()), 0, memory_mb, 0)
-    _advance()
 
 
 def _assert_current(state, ctx):
@@ -112,13 +109,14 @@ def _assert_current(state, ctx):
     assert state.generation == node['generation']
 
 
-def test_another_schedulers_claim_in_the_same_second_is_seen(ctx):
+def test_another_schedulers_claim_in_the_same_second_is_seen(ctx, clock):
     seed.add_compute(ctx, 'host0', memory_mb=8192)
     driver = filter_scheduler.FilterScheduler(ctx)
     # This view consumes 1 GiB at 12:00:00.5 and claims it.
     driver.select_destinations(ctx, seed.make_spec(memory_mb=1024))
-    _advance()
+    clock.advance()
     _other_scheduler_claims(ctx, 2048)          # at 12:00:00.6
+    clock.advance()
     (state,) = driver.host_manager.get_all_host_states(ctx)
     _assert_current(state, ctx)
 
@@ -126,22 +124,19 @@ def test_another_schedulers_claim_in_the_same_second_is_seen(ctx):
 def test_a_claim_between_this_views_read_and_its_own_is_seen(ctx, conf):
     # The clock runs: this view's claim is stamped before its
     # consumption is kept, and the other claim before both.
-    _run_the_clock()
     seed.add_compute(ctx, 'host0', memory_mb=8192)
     driver = filter_scheduler.FilterScheduler(ctx)
     driver.host_manager.get_all_host_states(ctx)
-    _advance()
     _other_scheduler_claims(ctx, 2048)
     # The decision decides on the view read before that claim.
     conf.set_override('host_state_max_age', 3600, group='scheduler')
     driver.select_destinations(ctx, seed.make_spec(memory_mb=1024))
-    _advance()
     conf.clear_override('host_state_max_age', group='scheduler')
     (state,) = driver.host_manager.get_all_host_states(ctx)
     _assert_current(state, ctx)
 
 
-def test_this_views_own_claim_keeps_what_it_does_not_count(ctx):
+def test_this_views_own_claim_keeps_what_it_does_not_count(ctx, clock):
     """The claim counts vCPUs, RAM and disk, not the I/O operations a
     consumption adds, which stay until the node reports."""
     seed.add_compute(ctx, 'host0', memory_mb=8192)
@@ -149,7 +144,7 @@ def test_this_views_own_claim_keeps_what_it_does_not_count(ctx):
     (state,) = driver.host_manager.get_all_host_states(ctx)
     reported = state.num_io_ops
     driver.select_destinations(ctx, seed.make_spec(memory_mb=1024))
-    _advance()
+    clock.advance()
     (state,) = driver.host_manager.get_all_host_states(ctx)
     assert state.num_io_ops == reported + 1
     assert state.memory_mb_used == 1024 + (
