@@ -204,16 +204,16 @@ class HostManager:
         now = timeutils.utcnow()
         with self.lock:
             states = list(states)
-            claims = collections.Counter(map(id, states))
+            # {id(state): instances claimed on it}
+            claimed = collections.Counter(map(id, states))
             for state in {id(state): state for state in states}.values():
                 state.updated = now
                 base = (state.generation if state.own_generation is None
                         else state.own_generation)
-                state.own_generation = base + claims[id(state)]
+                state.own_generation = base + claimed[id(state)]
             # The instances their request added stay (see ``consume``).
-            ids = {id(state) for state in states}
             self._placed = [(state, uuid) for state, uuid in self._placed
-                            if id(state) not in ids]
+                            if id(state) not in claimed]
 
     def forget_consumption(self, states: Iterable[HostState]) -> None:
         """Drop the virtual consumption of ``states``: the next refresh
