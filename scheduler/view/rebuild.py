@@ -38,8 +38,8 @@ object, however many readers ask).
 
 from __future__ import annotations
 
-import collections
 import threading
+import weakref
 from collections.abc import Callable
 from collections.abc import Iterable
 from typing import Any
@@ -51,12 +51,12 @@ LOG = logging.getLogger(__name__)
 CHECK_TYPE_HINT = '_nova_check_type'
 REBUILD = 'rebuild'
 
-# Requests already warned about: (id of the RequestSpec, hint value,
-# instance uuid): a freed RequestSpec's id may come again, its instance
-# uuid does not.
-_WARNED_SIZE = 1024
-_warned: collections.OrderedDict[tuple[int, str, str | None], None] = (
-    collections.OrderedDict())
+# The (hint value, instance uuid) pairs each live request was warned
+# about: keyed by the request object itself, weakly, so an entry goes
+# with its request (an id would pass to the next request given the same
+# memory, and its warning would be lost).
+_warned: weakref.WeakKeyDictionary[Any, set[tuple[str, str | None]]] = (
+    weakref.WeakKeyDictionary())
 _warned_lock = threading.Lock()
 
 
@@ -158,13 +158,15 @@ def warn_ignored(spec_obj: Any, hint: Any, why: str) -> None:
     """One WARNING per request object and hint value: the ``_nova_check_
     type`` hint ``hint`` of the request for instance ``spec_obj.
     instance_uuid`` is ignored, because ``why``."""
-    key = (id(spec_obj), str(hint), instance_uuid(spec_obj))
+    key = (str(hint), instance_uuid(spec_obj))
     with _warned_lock:
-        if key in _warned:
+        try:
+            given = _warned.setdefault(spec_obj, set())
+        except TypeError:   # not weakly referable: each call warns
+            given = set()
+        if key in given:
             return
-        _warned[key] = None
-        if len(_warned) > _WARNED_SIZE:
-            _warned.popitem(last=False)
+        given.add(key)
     LOG.warning('Ignoring the scheduler hint %s=%s of the request for '
                 'instance %s: %s (OSSA-2026-022: an unpatched nova-api '
                 'passes users\' _nova_* hints through)', CHECK_TYPE_HINT,

@@ -4,7 +4,6 @@ sends, confirmed by the view (``scheduler.view.rebuild``,
 FilterScheduler on SQLite (database claims): a boot carrying the hint is
 filtered and claimed, Nova's rebuild is neither."""
 
-import collections
 import uuid
 
 import fakes
@@ -48,15 +47,6 @@ def _host(host='host1', node='node1', *uuids):
                                  instances=fakes.fake_instances(*uuids))
 
 
-@pytest.fixture(autouse=True)
-def _no_request_warned_yet(monkeypatch):
-    """Each test starts with no request warned about.  The warning's
-    once-per-request key holds the request object's id, which an earlier
-    test's freed request for the same INSTANCE may have had: its warning
-    was then taken for this one's (seen once in a full run)."""
-    monkeypatch.setattr(rebuild, '_warned', collections.OrderedDict())
-
-
 def _warnings(caplog):
     return [r.getMessage() for r in caplog.records
             if r.name == LOGGER and r.levelname == 'WARNING']
@@ -87,6 +77,23 @@ def test_a_boot_with_the_hint_is_not_a_rebuild_and_warns_once(caplog):
     (line,) = _warnings(caplog)
     assert INSTANCE in line and '_nova_check_type=rebuild' in line
     assert 'not in the shape' in line
+
+
+def test_each_request_object_is_warned_about_once(caplog):
+    """A second request for the same instance warns again, even when it
+    is given the memory (the id) of the first, freed one."""
+    states = [_host('host1', 'node1')]
+    spec = _spec()
+    assert not rebuild.is_rebuild(spec, states)
+    freed = id(spec)
+    del spec
+    for _ in range(1000):   # CPython gives a freed object's memory back
+        spec = _spec()
+        if id(spec) == freed:
+            break
+    assert not rebuild.is_rebuild(spec, states)
+    assert not rebuild.is_rebuild(spec, states)
+    assert len(_warnings(caplog)) == 2
 
 
 def test_the_instance_must_be_on_the_forced_host_in_the_view(caplog):
