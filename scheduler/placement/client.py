@@ -55,6 +55,7 @@ from scheduler import exception
 from scheduler.conf import CONF
 from scheduler.conf import placement as placement_conf
 from scheduler.engine import deadline
+from scheduler.placement import claim_locks
 
 LOG = logging.getLogger(__name__)
 
@@ -117,9 +118,16 @@ class PlacementClient:
                attempts: Mapping[str, tuple[Allocations | None,
                                             Allocations]]) -> Any:
         """A claim's request; its answer when it is 204 or 409, else
-        ClaimUncertain for ``attempts``."""
+        ClaimUncertain for ``attempts``.  Holds the claim locks of the
+        providers it writes to (``claim_locks``) while in flight; the
+        wait for them is a wait for Placement (``deadline.outside``)."""
+        providers = {rp for held, sent in attempts.values()
+                     for rp in (*(held or ()), *sent)}
         try:
-            reply = self._request(method, path, json=body)
+            with deadline.outside('Placement',
+                                  exception.PlacementUnavailable), \
+                    claim_locks.held(providers):
+                reply = self._request(method, path, json=body)
         except exception.PlacementUnavailable as exc:
             raise ClaimUncertain(attempts, reason=exc.kwargs['reason']) \
                 from exc

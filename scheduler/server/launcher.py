@@ -14,6 +14,12 @@ dies stops as if it had received SIGTERM.
 With ``[prometheus] bind`` set, this process serves ``/metrics`` over
 the workers' metric files from before it forks them
 (``scheduler.observability.server``).
+
+The workers share ``[oslo_concurrency] lock_path`` for the locks that
+keep two of them from writing claims on one resource provider at once
+(``scheduler.placement.claim_locks``); when it is unset, a private
+directory this process makes before it forks them and removes at
+exit.
 """
 
 from collections.abc import Callable
@@ -26,6 +32,7 @@ from oslo_service.backend import base as service_base
 
 from scheduler.conf import CONF
 from scheduler.observability import server
+from scheduler.placement import claim_locks
 
 LOG = logging.getLogger(__name__)
 
@@ -99,8 +106,9 @@ def _run(make_service: ServiceFactory, workers: int) -> None:
                                      restart_method='mutate')
         launcher.wait()
         return
-    manager = cotyledon.ServiceManager(
-        graceful_shutdown_timeout=CONF.graceful_shutdown_timeout)
-    manager.register_hooks(on_reload=lambda: reload_configuration(None))
-    manager.add(Worker, workers=workers, args=(make_service,))
-    manager.run()
+    with claim_locks.private_lock_path():
+        manager = cotyledon.ServiceManager(
+            graceful_shutdown_timeout=CONF.graceful_shutdown_timeout)
+        manager.register_hooks(on_reload=lambda: reload_configuration(None))
+        manager.add(Worker, workers=workers, args=(make_service,))
+        manager.run()
