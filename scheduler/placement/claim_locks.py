@@ -7,8 +7,8 @@ meanwhile, the transaction is undone and Placement answers 409
 ``placement.concurrent_update`` (or retries it inside itself,
 ``[placement] allocation_conflict_retry_count``).  The workers of one
 service decide on views that agree, so they often choose the same host
-at once: at 10,000 hosts and 8 callers, 93 of 431 claims (22%) met such
-a conflict and were sent again, each costing Placement a whole write.
+at once: at 10,000 hosts and 8 callers, 18 to 22% of their writes met
+such a conflict and were sent again, each a whole write for Placement.
 
 So a claim's write holds a lock on each of its providers' stripes while
 it is in flight: ``STRIPES`` locks, a provider's stripe taken from its
