@@ -5,7 +5,9 @@ Placement, which so answers no 409 ``placement.concurrent_update``.
 
 Each process is a ``python -c`` of its own (as the service's forked
 workers are processes of their own) with a ``PlacementClient`` on this
-module's Placement and the same ``[oslo_concurrency] lock_path``; both
+module's Placement (configured as the benchmark's Placement mode is,
+``placement_decisions.placement_mode``) and the same
+``[oslo_concurrency] lock_path``; both
 wait for a start file, then send ``ROUNDS`` claims of new consumers
 back to back, each a ``POST /allocations`` on the same provider.  The
 replies are counted in Placement's own request log.  Without the locks
@@ -33,27 +35,21 @@ WAIT = 120
 
 CLAIMER = r'''
 import json, os, sys, time, uuid
-from keystoneauth1 import loading as ks_loading
 from oslo_concurrency import lockutils
 from scheduler.conf import CONF
-from scheduler.conf import placement
 from scheduler.placement import client as client_lib
-endpoint, lock_path, provider, start, rounds = sys.argv[1:]
+from scheduler_tools.bench import placement_decisions
+endpoint, database, lock_path, provider, start, rounds = sys.argv[1:]
 CONF([], project='scheduler')
-placement.register_client_opts(CONF)
-CONF.register_opts(ks_loading.get_auth_plugin_conf_options('admin_token'),
-                   group='placement')
-for name, value in (('auth_type', 'admin_token'), ('endpoint', endpoint),
-                    ('token', 'admin')):
-    CONF.set_override(name, value, 'placement')
 lockutils.set_defaults(lock_path)
-client = client_lib.PlacementClient(conf=CONF)
-while not os.path.exists(start):
-    time.sleep(0.005)
-taken = [client.claim_all(
-    {str(uuid.uuid4()): {'allocations': {provider: {'resources': {
-        'VCPU': 1, 'MEMORY_MB': 64}}}}}, 'project-locks', 'user-locks')
-    for _ in range(int(rounds))]
+with placement_decisions.placement_mode(endpoint, database):
+    client = client_lib.PlacementClient(conf=CONF)
+    while not os.path.exists(start):
+        time.sleep(0.005)
+    taken = [client.claim_all(
+        {str(uuid.uuid4()): {'allocations': {provider: {'resources': {
+            'VCPU': 1, 'MEMORY_MB': 64}}}}}, 'project-locks', 'user-locks')
+        for _ in range(int(rounds))]
 print(json.dumps(taken))
 '''
 
@@ -82,7 +78,8 @@ def test_claims_of_two_processes_on_one_provider_never_conflict(
     offset = os.path.getsize(module_placement.log_path)
     claimers = [subprocess.Popen(
         [sys.executable, '-c', CLAIMER, module_placement.url,
-         str(tmp_path / 'locks'), node.uuid, str(start), str(ROUNDS)],
+         module_placement.database_url, str(tmp_path / 'locks'),
+         node.uuid, str(start), str(ROUNDS)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for _ in range(PROCESSES)]
     time.sleep(3)       # both import and build their client
