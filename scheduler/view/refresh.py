@@ -234,7 +234,7 @@ class Refresher:
             return False
         changed = self._apply_compute_rows(context,
                                            changes['compute_nodes'])
-        changed += self._apply_instance_rows(context, changes['instances'])
+        changed += self._apply_instance_rows(changes['instances'])
         self.table.sync(changed)
         self.suspects.read(reread, now)
         self.table.sync(self._apply_service_rows(changes['services']),
@@ -326,22 +326,16 @@ class Refresher:
                     changed.append(state)
         return changed
 
-    def _apply_instance_rows(self, context: Any, instances: Iterable[Row]
+    def _apply_instance_rows(self, instances: Iterable[Row]
                              ) -> list[HostState]:
-        """Re-read the instances of the hosts not in sync that the changed
-        instance rows were or are on."""
+        """Apply the changed instance rows to the hosts not in sync that
+        they were or are on (``InstanceTracker.apply_row``)."""
+        table = self.table
         hosts: set[str] = set()
         for row in instances:
-            if row['host']:
-                hosts.add(row['host'])
-            hosts.update(self.table.states[r].host
-                         for r in self.table.rows_with_instance(row['uuid']))
-        hosts = {host for host in hosts
-                 if host in self.table.rows_by_host and
-                 not self.instances.in_sync(host)}
-        if not hosts:
-            return []
-        self.instances.read(context, hosts)
+            hosts |= self.instances.apply_row(row, {
+                table.states[r].host
+                for r in table.rows_with_instance(row['uuid'])})
         return self.give_instances(hosts)
 
 

@@ -283,6 +283,34 @@ class InstanceTracker:
                   updated=False)
         return True
 
+    def apply_row(self, row: dict, was_on: Iterable[str]) -> set[str]:
+        """Apply one changed ``instances`` row (created, updated or
+        soft-deleted; as a change read returns it) to the hosts not in
+        sync that it was on (``was_on``) or is on now: it leaves those
+        it is no longer live on and is the current Instance of the one
+        it is live on.  Returns those hosts.
+
+        The result is what re-reading those hosts would give (a host's
+        instances are its live rows, as Nova's
+        ``InstanceList.get_by_host``), at the cost of this row alone.
+        """
+        uuid = row['uuid']
+        live_on: str | None = None if row['deleted'] else row['host']
+        hosts = set(was_on)
+        if live_on:
+            hosts.add(live_on)
+        changed = set()
+        for host in hosts:
+            info = self.info.get(host)
+            if info is None or self.in_sync(host):
+                continue
+            if host == live_on:
+                info['instances'][uuid] = instance_obj.Instance.from_db(row)
+            elif info['instances'].pop(uuid, None) is None:
+                continue
+            changed.add(host)
+        return changed
+
     def retain(self, hosts: Iterable[str]) -> None:
         """Forget the hosts not in ``hosts`` (those with a compute
         node)."""

@@ -30,6 +30,9 @@ from scheduler import context as scheduler_context
 from scheduler.db import api
 from scheduler.db import claims
 from scheduler.db import source as db_source
+from scheduler.db.nova import cells
+from scheduler.db.nova import schema
+from scheduler.db.nova import source as nova_source
 from scheduler.drivers import filter_scheduler
 from scheduler.objects import cell_mapping
 from scheduler.objects import instance_group as group_obj
@@ -247,6 +250,36 @@ def test_another_schedulers_claim_is_seen_incrementally(nova, ctx,
     first.select_destinations(ctx, seed.make_spec(memory_mb=3 * GiB))
     assert _state(second, ctx, 'shared').free_ram_mb == 5 * GiB
     assert len(full_reads) == 1
+
+
+def test_a_claimed_node_is_read_in_the_same_trip_to_its_cell(
+        nova, ctx, monkeypatch):
+    """The row of a node whose claims alone changed (Nova's row did not)
+    comes with the cell's changed rows, in one trip to each cell for the
+    change read and one for the sweep's narrow read."""
+    _add(nova, 'cell1', 'claimed-one', memory_mb=8 * GiB)
+    _add(nova, 'cell2', 'other-cell', memory_mb=4 * GiB)
+    driver = _driver(ctx)
+    driver.host_manager.get_all_host_states(ctx)
+    since = datetime.datetime.utcnow()
+    driver.select_destinations(ctx, seed.make_spec(memory_mb=3 * GiB))
+    node_id = _state(driver, ctx, 'claimed-one').compute_id
+    source = driver.host_manager.refresher.source
+    trips = []
+    real = source._each_cell
+
+    def each_cell(read, **kwargs):
+        trips.append(kwargs.get('only'))
+        return real(read, **kwargs)
+
+    monkeypatch.setattr(source, '_each_cell', each_cell)
+    changes = source.get_changes_since(ctx, since)
+    versions = source.get_change_versions_since(ctx, since)
+    assert trips == [None, None]
+    [row] = [row for row in changes['compute_nodes'] if row['id'] == node_id]
+    assert row['claimed_memory_mb'] == 3 * GiB
+    assert row['host'] == 'claimed-one'
+    assert versions['compute_nodes'][node_id][-1] == row['generation'] > 0
 
 
 # -- freed capacity: seen by the next decision, or within a second ---------
@@ -503,3 +536,30 @@ def test_a_nova_cell_database_is_no_standalone_database(nova_dbs, conf):
         writers.reset_engine()
         db_source.reset()
     assert schema_of(nova_dbs.urls['cell1']) == before
+
+
+def test_change_reads_of_a_postgresql_cell_are_never_parallel(
+        nova_dbs, backend, conf):
+    """A change read is a sequential scan of a Nova table (no timestamp
+    index).  Even where PostgreSQL would find a parallel scan cheaper
+    (its statistics stale after a bulk write; here parallel workers are
+    made free), the cell's sessions plan it serially: no worker
+    processes launched for a read of a few rows."""
+    if backend != 'postgresql':
+        pytest.skip('parallel plans are PostgreSQL\'s')
+    engine = cells.create_engine(nova_dbs.urls['cell1'], conf)
+    statement = nova_source._changed_statement(schema.COMPUTE_NODES, None)
+    compiled = statement.compile(dialect=engine.dialect)
+    try:
+        with engine.connect() as connection:
+            for setting in ('parallel_setup_cost = 0',
+                            'parallel_tuple_cost = 0',
+                            'min_parallel_table_scan_size = 0'):
+                connection.exec_driver_sql('SET ' + setting)
+            plan = '\n'.join(connection.exec_driver_sql(
+                'EXPLAIN ' + str(compiled),
+                {'since': datetime.datetime(2000, 1, 1)}).scalars())
+    finally:
+        engine.dispose()
+    assert 'Seq Scan on compute_nodes' in plan
+    assert 'Parallel' not in plan and 'Gather' not in plan, plan

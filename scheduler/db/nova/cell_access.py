@@ -287,13 +287,19 @@ class CellAccess:
         grouped = self._by_cell(view_ids)
         if not grouped:
             return []
-        statement = (sa.select(table.c.id, *[table.c[c] for c in columns])
-                     if columns else sa.select(table))
+        return self._each_cell(
+            lambda cell, connection: _by_local_ids(
+                connection, table, grouped[cell.id], columns),
+            only=grouped.keys())
 
-        def read(cell, connection):
-            rows = []
-            for chunk in _chunks(grouped[cell.id]):
-                rows.extend(api.dict_rows(connection, statement.where(
-                    table.c.id.in_(chunk))))
-            return rows
-        return self._each_cell(read, only=grouped.keys())
+
+def _by_local_ids(connection, table, local_ids, columns=None):
+    """The rows of ``table`` (deleted ones too) with these ids of one
+    cell (``local_ids``), all columns or ``id`` and ``columns``."""
+    statement = (sa.select(table.c.id, *[table.c[c] for c in columns])
+                 if columns else sa.select(table))
+    rows = []
+    for chunk in _chunks(local_ids):
+        rows.extend(api.dict_rows(connection, statement.where(
+            table.c.id.in_(chunk))))
+    return rows

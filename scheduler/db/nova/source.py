@@ -69,6 +69,7 @@ CHUNK = cell_access.CHUNK
 _later = cell_access._later
 _chunks = cell_access._chunks
 _live = cell_access._live
+_by_local_ids = cell_access._by_local_ids
 
 NODES = schema.COMPUTE_NODES
 SERVICES = schema.SERVICES
@@ -246,34 +247,47 @@ class NovaSource(cell_access.CellAccess):
     def _changed(self, table, since, binary=None, columns=None):
         """The read of ``table``'s rows changed since ``since`` in a cell
         (a function of cell and connection), all columns or ``id`` and
-        ``columns`` (a tuple)."""
-        statement = _changed_statement(table, binary, columns)
+        ``columns`` (a tuple); of ``binary`` only, for services (compared
+        here, not in SQL: see ``_changed_statement``)."""
+        if binary is not None and columns is not None:
+            columns += ('binary',)
+        statement = _changed_statement(table, columns)
 
         def read(cell, connection):
-            return api.dict_rows(connection, statement,
+            rows = api.dict_rows(connection, statement,
                                  {'since': self._since(cell, since)})
+            if binary is None:
+                return rows
+            return [row for row in rows if row['binary'] == binary]
         return read
 
     def get_changes_since(self, context, since, binary='nova-compute'):
         """What changed after ``since`` in the scheduled cells and in our
         claims, shaped as ``db_changes.get_changes_since``'s result.  A compute
         node whose claims changed comes with its current row; the nodes
-        of a cell that cannot be read count as deleted."""
-        readers = {'compute_nodes': self._changed(NODES, since),
-                   'services': self._changed(SERVICES, since, binary),
-                   'instances': self._changed(INSTANCES, since)}
-        found = self._each_cell(
-            lambda cell, connection: {name: read(cell, connection)
-                                      for name, read in readers.items()},
-            since=since, clears=True)
+        of a cell that cannot be read count as deleted.
+
+        The claims are read first, so that each cell's part (its changed
+        rows and the rows of its nodes whose claims alone changed) is
+        one trip to its database."""
         with api.context_manager.reader.connection.using(
                 context) as connection:
             claimed = node_claims.changed_since(connection, since)
+        claimed_in = self._by_cell(claimed)
+        readers = {'compute_nodes': self._changed(NODES, since),
+                   'services': self._changed(SERVICES, since, binary),
+                   'instances': self._changed(INSTANCES, since)}
+
+        def read(cell, connection):
+            rows = {name: reader(cell, connection)
+                    for name, reader in readers.items()}
+            changed = {row['id'] for row in rows['compute_nodes']}
+            rows['compute_nodes'] += _by_local_ids(
+                connection, NODES, set(claimed_in.get(cell.id, ())) - changed)
+            return rows
+        found = self._each_cell(read, since=since, clears=True)
         computes = self._nodes(context, [
             (cell, rows['compute_nodes']) for cell, rows in found], claimed)
-        extra = claimed.keys() - {row['id'] for row in computes}
-        computes += self._nodes(context, self._read_by_ids(NODES, extra),
-                                claimed)
         changes = db_changes.changes_of(
             sorted(computes, key=lambda row: row['id']),
             [self._tagged(cell, row)
@@ -295,26 +309,30 @@ class NovaSource(cell_access.CellAccess):
         of the rows changed since ``since`` (deleted ones included), and
         of the nodes whose claims changed: a narrow read (ids and
         ``row_version`` columns)."""
-        nodes = self._changed(NODES, since, columns=NODE_VERSION_COLUMNS)
-        services = self._changed(SERVICES, since, binary,
-                                 SERVICE_VERSION_COLUMNS)
-        found = self._each_cell(
-            lambda cell, connection: (nodes(cell, connection),
-                                      services(cell, connection)),
-            since=since)
-        parts = {ids.global_id(cell.id, row['id']): _node_part(row)
-                 for cell, (rows, _services) in found for row in rows}
         with api.context_manager.reader.connection.using(
                 context) as connection:
             gens = {node_id: sums.generation for node_id, sums in
                     node_claims.changed_since(connection, since).items()}
-            missing = parts.keys() - gens.keys()
-            gens.update((node_id, sums.generation) for node_id, sums in
-                        node_claims.sums(connection, missing).items())
-        for cell, rows in self._read_by_ids(NODES, gens.keys() - parts.keys(),
-                                            NODE_VERSION_COLUMNS):
-            parts.update((ids.global_id(cell.id, row['id']), _node_part(row))
-                         for row in rows)
+        claimed_in = self._by_cell(gens)
+        nodes = self._changed(NODES, since, columns=NODE_VERSION_COLUMNS)
+        services = self._changed(SERVICES, since, binary,
+                                 SERVICE_VERSION_COLUMNS)
+
+        def read(cell, connection):
+            rows = nodes(cell, connection)
+            rows += _by_local_ids(
+                connection, NODES, set(claimed_in.get(cell.id, ())) - {
+                    row['id'] for row in rows}, NODE_VERSION_COLUMNS)
+            return rows, services(cell, connection)
+        found = self._each_cell(read, since=since)
+        parts = {ids.global_id(cell.id, row['id']): _node_part(row)
+                 for cell, (rows, _services) in found for row in rows}
+        missing = parts.keys() - gens.keys()
+        if missing:
+            with api.context_manager.reader.connection.using(
+                    context) as connection:
+                gens.update((node_id, sums.generation) for node_id, sums in
+                            node_claims.sums(connection, missing).items())
         return {
             'compute_nodes': {node_id: part + (gens.get(node_id, 0),)
                               for node_id, part in parts.items()},
@@ -366,16 +384,19 @@ class NovaSource(cell_access.CellAccess):
 
 
 @functools.cache
-def _changed_statement(table, binary, columns):
+def _changed_statement(table, columns):
     """SELECT the rows of ``table`` created, updated or soft-deleted after
-    the bound ``since`` (of ``binary`` for services), by id: one scan of
-    the table, which has no timestamp index in Nova's schema."""
+    the bound ``since``, by id: one sequential scan of the table, which
+    has no timestamp index in Nova's schema.  Nothing else is compared
+    in SQL: a condition on an indexed column (``services.binary``, in
+    the unique index on host, binary and deleted) lets PostgreSQL, when
+    its statistics are stale, walk that whole index and fetch every row
+    in index order instead (4-10 ms against 1-2 ms for 10,000 services
+    whose heartbeats leave many dead row versions)."""
     selected = ([table.c.id] + [table.c[c] for c in columns]
                 if columns else [table])
-    statement = sa.select(*selected).where(db_changes.changed_since(table))
-    if binary is not None:
-        statement = statement.where(table.c.binary == binary)
-    return statement.order_by(table.c.id)
+    return (sa.select(*selected).where(db_changes.changed_since(table))
+            .order_by(table.c.id))
 
 
 def _node_part(row):

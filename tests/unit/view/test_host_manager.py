@@ -4,9 +4,15 @@ import datetime
 import uuid
 
 import pytest
+import sqlalchemy as sa
+from hypothesis import HealthCheck
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
 from oslo_utils import timeutils
 
 from scheduler import exception
+from scheduler.db import api
 from scheduler.db import changes as db_changes
 from scheduler.engine import pipeline
 from scheduler.objects import aggregate as aggregate_obj
@@ -191,6 +197,98 @@ def test_a_deleted_compute_node_takes_its_instances_along(ctx):
     writers.compute_node_delete(ctx, node['id'])
     assert [s.host for s in manager.get_all_host_states(ctx)] == ['h1']
     assert set(manager.instances.info) == {'h1'}
+
+
+def _move_instance(ctx, inst_uuid, host):
+    """Nova's update of an instance's host (a migration's), stamped now."""
+    with api.context_manager.writer.using(ctx) as session:
+        session.execute(sa.update(api.INSTANCES).where(
+            api.INSTANCES.c.uuid == inst_uuid).values(
+            host=host, node=host, updated_at=timeutils.utcnow()))
+
+
+def test_changed_instance_rows_are_applied_without_reading_hosts(
+        ctx, monkeypatch, no_full_read):
+    """A change read applies the instance rows it returns to the hosts
+    they were and are on, with the result re-reading those hosts would
+    give, and reads no host's instances again."""
+    for host in ('h1', 'h2', 'h3'):
+        seed.add_compute(ctx, host)
+    staying, moving, going = (_instance(ctx, 'h1'), _instance(ctx, 'h1'),
+                              _instance(ctx, 'h2'))
+    tracked = _instance(ctx, 'h3')
+    manager = host_manager.HostManager(ctx)
+    manager.get_all_host_states(ctx)
+    manager.sync_instance_info(ctx, 'h3', [tracked])   # in sync: casts
+    no_full_read(manager)
+
+    def refuse(context, hosts):
+        raise AssertionError('re-read the instances of %s' % sorted(hosts))
+
+    monkeypatch.setattr(manager.refresher.source,
+                        'instance_get_all_by_hosts', refuse)
+    new = _instance(ctx, 'h2')
+    _move_instance(ctx, moving, 'h2')
+    writers.instance_destroy(ctx, going)
+    hidden = _instance(ctx, 'h3')
+    _move_instance(ctx, staying, 'h1')   # updated where it is
+    states = {s.host: s for s in manager.get_all_host_states(ctx)}
+    assert set(states['h1'].instances) == {staying}
+    assert set(states['h2'].instances) == {moving, new}
+    assert set(states['h3'].instances) == {tracked}
+    assert hidden not in manager.instances.info['h3']['instances']
+    assert [states[h].host for h in ('h1', 'h2')] == ['h1', 'h2']
+    assert states['h2'].instances[moving].host == 'h2'
+    table = manager.table
+    assert {table.states[r].host
+            for r in table.rows_with_instance(moving)} == {'h2'}
+    assert not table.rows_with_instance(going)
+
+
+_HOSTS = ('h1', 'h2', 'h3')
+_INSTANCE_OPS = st.lists(st.one_of(
+    st.tuples(st.just('create'), st.sampled_from(_HOSTS + (None,))),
+    st.tuples(st.just('move'), st.integers(0, 20),
+              st.sampled_from(_HOSTS + (None,))),
+    st.tuples(st.just('delete'), st.integers(0, 20)),
+    st.tuples(st.just('refresh'))), max_size=12)
+
+
+# ``conf`` is shared by the examples: they make the same overrides.
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=_INSTANCE_OPS)
+def test_instances_kept_by_change_reads_are_those_a_full_read_finds(
+        conf, tmp_path_factory, ops):
+    """Whatever instances are created, moved and deleted between
+    decisions, each host's instances after the change reads are the
+    live rows a full read of the database finds."""
+    conf.set_override('enabled_filters', ['ComputeFilter'],
+                      'filter_scheduler')
+    conf.set_override('weight_classes', [], 'filter_scheduler')
+    path = tmp_path_factory.mktemp('instances') / 'hm.sqlite'
+    ctx = seed.use_database('sqlite:///%s' % path)
+    for host in _HOSTS:
+        seed.add_compute(ctx, host)
+    live = [_instance(ctx, 'h1'), _instance(ctx, 'h2')]
+    manager = host_manager.HostManager(ctx)
+    manager.get_all_host_states(ctx)
+    for op in ops:
+        if op[0] == 'create':
+            live.append(_instance(ctx, op[1]))
+        elif op[0] == 'move' and live:
+            _move_instance(ctx, live[op[1] % len(live)], op[2])
+        elif op[0] == 'delete' and live:
+            writers.instance_destroy(ctx, live.pop(op[1] % len(live)))
+        elif op[0] == 'refresh':
+            manager.get_all_host_states(ctx)
+
+    def instances(states):
+        return {s.host: {u: i.host for u, i in s.instances.items()}
+                for s in states}
+    kept = instances(manager.get_all_host_states(ctx))
+    assert kept == instances(
+        host_manager.HostManager(ctx).get_all_host_states(ctx))
 
 
 def test_sync_mismatch_rereads_the_database(ctx):
