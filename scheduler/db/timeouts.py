@@ -51,11 +51,17 @@ def _connect_timeout(dialect: Any, record: Any, cargs: Any,
 
 def _session_timeouts(dbapi_connection: Any, record: Any) -> None:
     seconds = _seconds()
-    if not seconds:
-        return
+    if seconds:
+        set_on_session(dbapi_connection,
+                       _statements(dbapi_connection, seconds))
+
+
+def set_on_session(dbapi_connection: Any, statements: list[str]) -> None:
+    """Run the ``SET`` ``statements`` on a DB-API connection as it opens
+    (a ``connect`` listener's), and commit them."""
     cursor = dbapi_connection.cursor()
     try:
-        for statement in _statements(dbapi_connection, seconds):
+        for statement in statements:
             cursor.execute(statement)
     finally:
         cursor.close()

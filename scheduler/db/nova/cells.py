@@ -120,13 +120,8 @@ def _serial_plans(dbapi_connection, record):
     compute nodes, against 2.4-3.7 ms serial, on 2 cores).  The
     scheduler's reads are small and frequent: serial plans always.
     """
-    cursor = dbapi_connection.cursor()
-    try:
-        cursor.execute('SET max_parallel_workers_per_gather = 0')
-    finally:
-        cursor.close()
-    # A SET rolled back with its transaction would be undone.
-    dbapi_connection.commit()
+    timeouts.set_on_session(dbapi_connection,
+                            ['SET max_parallel_workers_per_gather = 0'])
 
 
 def first_line(exc):

@@ -261,6 +261,22 @@ class NovaSource(cell_access.CellAccess):
             return [row for row in rows if row['binary'] == binary]
         return read
 
+    def _changed_or_claimed(self, since, claimed, columns=None):
+        """The read (a function of cell and connection) of the compute
+        nodes changed since ``since`` and, by id on the same connection,
+        of those of ``claimed`` (view ids: claims changed) that are not
+        among them; all columns or ``id`` and ``columns``."""
+        changed = self._changed(NODES, since, columns=columns)
+        claimed_in = self._by_cell(claimed)
+
+        def read(cell, connection):
+            rows = changed(cell, connection)
+            rows += _by_local_ids(
+                connection, NODES, set(claimed_in.get(cell.id, ())) - {
+                    row['id'] for row in rows}, columns)
+            return rows
+        return read
+
     def get_changes_since(self, context, since, binary='nova-compute'):
         """What changed after ``since`` in the scheduled cells and in our
         claims, shaped as ``db_changes.get_changes_since``'s result.  A compute
@@ -273,19 +289,13 @@ class NovaSource(cell_access.CellAccess):
         with api.context_manager.reader.connection.using(
                 context) as connection:
             claimed = node_claims.changed_since(connection, since)
-        claimed_in = self._by_cell(claimed)
-        readers = {'compute_nodes': self._changed(NODES, since),
+        readers = {'compute_nodes': self._changed_or_claimed(since, claimed),
                    'services': self._changed(SERVICES, since, binary),
                    'instances': self._changed(INSTANCES, since)}
-
-        def read(cell, connection):
-            rows = {name: reader(cell, connection)
-                    for name, reader in readers.items()}
-            changed = {row['id'] for row in rows['compute_nodes']}
-            rows['compute_nodes'] += _by_local_ids(
-                connection, NODES, set(claimed_in.get(cell.id, ())) - changed)
-            return rows
-        found = self._each_cell(read, since=since, clears=True)
+        found = self._each_cell(
+            lambda cell, connection: {name: read(cell, connection)
+                                      for name, read in readers.items()},
+            since=since, clears=True)
         computes = self._nodes(context, [
             (cell, rows['compute_nodes']) for cell, rows in found], claimed)
         changes = db_changes.changes_of(
@@ -313,18 +323,13 @@ class NovaSource(cell_access.CellAccess):
                 context) as connection:
             gens = {node_id: sums.generation for node_id, sums in
                     node_claims.changed_since(connection, since).items()}
-        claimed_in = self._by_cell(gens)
-        nodes = self._changed(NODES, since, columns=NODE_VERSION_COLUMNS)
+        nodes = self._changed_or_claimed(since, gens, NODE_VERSION_COLUMNS)
         services = self._changed(SERVICES, since, binary,
                                  SERVICE_VERSION_COLUMNS)
-
-        def read(cell, connection):
-            rows = nodes(cell, connection)
-            rows += _by_local_ids(
-                connection, NODES, set(claimed_in.get(cell.id, ())) - {
-                    row['id'] for row in rows}, NODE_VERSION_COLUMNS)
-            return rows, services(cell, connection)
-        found = self._each_cell(read, since=since)
+        found = self._each_cell(
+            lambda cell, connection: (nodes(cell, connection),
+                                      services(cell, connection)),
+            since=since)
         parts = {ids.global_id(cell.id, row['id']): _node_part(row)
                  for cell, (rows, _services) in found for row in rows}
         missing = parts.keys() - gens.keys()
